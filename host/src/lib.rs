@@ -1,0 +1,1 @@
+//! codemode host library.
