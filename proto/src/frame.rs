@@ -158,7 +158,10 @@ impl FrameDecoder {
 
 /// Reads one frame from a blocking stream. `Ok(None)` is a clean end of
 /// stream at a frame boundary.
-pub fn read_frame<M: FrameMessage, R: Read>(reader: &mut R, max: usize) -> Result<Option<M>, FrameError> {
+pub fn read_frame<M: FrameMessage, R: Read>(
+    reader: &mut R,
+    max: usize,
+) -> Result<Option<M>, FrameError> {
     let mut header = [0u8; FRAME_HEADER_BYTES];
     let got = read_full(reader, &mut header)?;
     if got == 0 {
@@ -181,7 +184,11 @@ pub fn read_frame<M: FrameMessage, R: Read>(reader: &mut R, max: usize) -> Resul
 }
 
 /// Writes one frame to a blocking stream and flushes it.
-pub fn write_frame<M: FrameMessage, W: Write>(writer: &mut W, msg: &M, max: usize) -> Result<(), FrameError> {
+pub fn write_frame<M: FrameMessage, W: Write>(
+    writer: &mut W,
+    msg: &M,
+    max: usize,
+) -> Result<(), FrameError> {
     let bytes = encode_frame(msg, max)?;
     writer.write_all(&bytes)?;
     writer.flush()?;

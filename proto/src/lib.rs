@@ -3,9 +3,11 @@
 //!
 //! This crate does no I/O of its own. [`frame`] encodes and decodes frames
 //! over byte buffers and `std::io` streams; the `codec` feature adds a
-//! tokio-util codec for the host.
+//! tokio-util codec for the host. [`fuzzing`] holds the fuzz entry points
+//! that the cargo-fuzz targets and the smoke test share.
 
 pub mod frame;
+pub mod fuzzing;
 pub mod version;
 
 #[cfg(feature = "codec")]

@@ -55,8 +55,14 @@ mod tests {
     fn other_major_is_refused_naming_both_versions_and_the_fix() {
         let err = check_peer_version("host", "guest", PROTOCOL_MAJOR + 1, 3).unwrap_err();
         let text = err.to_string();
-        assert!(text.contains(&format!("{PROTOCOL_MAJOR}.{PROTOCOL_MINOR}")), "{text}");
-        assert!(text.contains(&format!("{}.3", PROTOCOL_MAJOR + 1)), "{text}");
+        assert!(
+            text.contains(&format!("{PROTOCOL_MAJOR}.{PROTOCOL_MINOR}")),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!("{}.3", PROTOCOL_MAJOR + 1)),
+            "{text}"
+        );
         assert!(text.contains("codemode image build"), "{text}");
     }
 }
