@@ -1,1 +1,21 @@
-//! codemode host library.
+//! codemode: an MCP server with one tool, `run_python`, that runs
+//! model-written Python in a hardened sandbox where every configured MCP
+//! server is a Python module.
+//!
+//! Layout: [`cli`] parses commands; [`server`] is the MCP face; [`bridge`]
+//! owns sessions and runs requests; [`sandbox`] speaks frames with one
+//! guest; [`runtime`] starts guests in podman/docker/bubblewrap; [`proxy`]
+//! keeps the proxied MCP servers; [`config`] finds their definitions;
+//! [`image`] builds sandbox images; [`render`] shapes results.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+pub mod bridge;
+pub mod cli;
+pub mod config;
+pub mod image;
+pub mod proxy;
+pub mod render;
+pub mod runtime;
+pub mod sandbox;
+pub mod server;
+pub mod settings;

@@ -1,1 +1,5 @@
-fn main() {}
+//! The `codemode` binary: everything lives in the library.
+
+fn main() -> std::process::ExitCode {
+    codemode::cli::main()
+}

@@ -1,0 +1,326 @@
+//! The bridge: owns the settings, the sandbox backend, the proxied-server
+//! pool and the sessions, and runs one `run_python` request end to end.
+//! The MCP server and the CLI are thin layers over [`Bridge::run`].
+
+mod policy;
+mod rpc;
+mod session;
+mod warm;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use codemode_proto::v1::{DiscoveredServer, RichOutput};
+use tokio::sync::Mutex;
+use tokio_util::sync::CancellationToken;
+
+pub use policy::Policy;
+pub use rpc::AuditLog;
+pub use session::Session;
+pub use warm::WarmPool;
+
+use crate::config::{Discovery, DiscoveryContext};
+use crate::proxy::ServerPool;
+use crate::runtime::{self, parse_mount, BackendChoice, LaunchSpec, Limits};
+use crate::sandbox::OutputListener;
+use crate::settings::Settings;
+
+/// Largest frame either side sends: fits a big tool result or an image.
+pub const MAX_FRAME_BYTES: usize = 16 * 1024 * 1024;
+/// How often idle sessions are looked for.
+const REAP_INTERVAL: Duration = Duration::from_secs(30);
+/// Size of each sandbox tmpfs (`/tmp`, `/workspace`).
+const TMPFS_BYTES: u64 = 256 * 1024 * 1024;
+/// CPU seconds a bubblewrap sandbox may burn over its whole life.
+const BWRAP_CPU_SECONDS: u64 = 3600;
+
+#[derive(Debug, thiserror::Error)]
+pub enum BridgeError {
+    #[error(transparent)]
+    Runtime(#[from] runtime::RuntimeError),
+    #[error(transparent)]
+    Mount(#[from] runtime::MountError),
+    #[error("invalid setting: {0}")]
+    Setting(String),
+    #[error("cannot prepare the state directory {path}: {source}")]
+    StateDir { path: PathBuf, source: std::io::Error },
+}
+
+/// Final status of a `run_python` call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunStatus {
+    Success,
+    Error,
+    Timeout,
+    Cancelled,
+    ValidationError,
+}
+
+impl RunStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Success => "success",
+            RunStatus::Error => "error",
+            RunStatus::Timeout => "timeout",
+            RunStatus::Cancelled => "cancelled",
+            RunStatus::ValidationError => "validation_error",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct RunRequest {
+    pub code: String,
+    pub servers: Vec<String>,
+    pub timeout: Option<u64>,
+    pub session: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct RunOutcome {
+    pub status: RunStatus,
+    pub stdout: String,
+    pub stderr: String,
+    /// One-line error (with traceback when there is one).
+    pub error: Option<String>,
+    pub servers: Vec<String>,
+    pub duration: Duration,
+    pub rich: Vec<RichOutput>,
+    /// Things the model should know: state lost, sandbox replaced...
+    pub notes: Vec<String>,
+    pub timeout_secs: u64,
+}
+
+impl RunOutcome {
+    pub fn failed(status: RunStatus, error: impl Into<String>, servers: Vec<String>) -> Self {
+        Self {
+            status,
+            stdout: String::new(),
+            stderr: String::new(),
+            error: Some(error.into()),
+            servers,
+            duration: Duration::ZERO,
+            rich: Vec::new(),
+            notes: Vec::new(),
+            timeout_secs: 0,
+        }
+    }
+}
+
+pub struct Bridge {
+    pub settings: Settings,
+    pub choice: BackendChoice,
+    pub pool: Arc<ServerPool>,
+    pub discovery: Discovery,
+    pub policy: Policy,
+    warm: Arc<WarmPool>,
+    sessions: Mutex<HashMap<String, Arc<Mutex<Session>>>>,
+    audit: Option<Arc<AuditLog>>,
+    shutdown: CancellationToken,
+}
+
+impl Bridge {
+    /// Discovers servers, selects the runtime and prepares the state dir.
+    /// Starts nothing yet except (with a warm pool) background sandboxes.
+    pub async fn new(settings: Settings) -> Result<Arc<Self>, BridgeError> {
+        let ctx = DiscoveryContext::from_process(settings.configs.clone(), settings.allow_self_server);
+        let discovery = crate::config::discover(&ctx);
+        for problem in &discovery.problems {
+            tracing::warn!("config: {problem}");
+        }
+        let choice = runtime::select_backend(&settings)?;
+        tracing::info!(runtime = choice.backend.name(), "sandbox runtime: {}", choice.reason);
+
+        let state = settings.state_dir();
+        let tools = settings.tools_dir();
+        std::fs::create_dir_all(&tools).map_err(|source| BridgeError::StateDir { path: tools.clone(), source })?;
+        // The sandbox user (65534, or a mapped subuid) must be able to write
+        // saved tools; the state dir's own permissions keep others out.
+        set_mode(&tools, 0o777).map_err(|source| BridgeError::StateDir { path: tools.clone(), source })?;
+
+        let mut protected = vec![state.clone()];
+        if let Ok(exe) = std::env::current_exe() {
+            protected.push(exe);
+        }
+        let mounts = settings
+            .mounts
+            .iter()
+            .map(|m| parse_mount(m, &protected))
+            .collect::<Result<Vec<_>, _>>()?;
+        let limits = Limits {
+            memory_bytes: settings.memory_bytes().map_err(BridgeError::Setting)?,
+            pids: settings.pids,
+            cpus: settings.cpus.clone(),
+            user: settings.container_user.clone(),
+            tmpfs_bytes: TMPFS_BYTES,
+            cpu_seconds: BWRAP_CPU_SECONDS,
+        };
+        let instance = format!("{:x}{:x}", std::process::id(), Instant::now().elapsed().as_nanos() as u32 ^ rand_seed());
+        let spec = LaunchSpec { limits, mounts, tools_dir: Some(tools), instance, name: String::new() };
+
+        if let runtime::Backend::Oci(oci) = &choice.backend {
+            let removed = runtime::sweep_stale_containers(oci).await;
+            if removed > 0 {
+                tracing::info!("removed {removed} containers left by earlier bridges");
+            }
+        }
+
+        let allowed: BTreeMap<_, _> = discovery
+            .servers
+            .iter()
+            .filter(|(name, _)| Policy::from_settings(&settings).server_allowed(name))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let pool = Arc::new(ServerPool::new(allowed, Duration::from_secs(settings.call_timeout.max(1))));
+        let audit = match &settings.audit_log {
+            Some(path) => Some(Arc::new(AuditLog::open(path).map_err(|source| BridgeError::StateDir { path: path.clone(), source })?)),
+            None => None,
+        };
+        let warm = WarmPool::new(choice.backend.clone(), spec, MAX_FRAME_BYTES, settings.warm_pool);
+        warm.spawn_refill();
+        let bridge = Arc::new(Self {
+            policy: Policy::from_settings(&settings),
+            settings,
+            choice,
+            pool,
+            discovery,
+            warm,
+            sessions: Mutex::new(HashMap::new()),
+            audit,
+            shutdown: CancellationToken::new(),
+        });
+        bridge.spawn_reaper();
+        Ok(bridge)
+    }
+
+    pub fn warm_pool(&self) -> &Arc<WarmPool> {
+        &self.warm
+    }
+
+    /// Names and descriptions of every server a session may load.
+    pub fn discovered(&self) -> Vec<DiscoveredServer> {
+        self.pool
+            .configs()
+            .values()
+            .map(|c| DiscoveredServer { name: c.name.clone(), description: c.description.clone() })
+            .collect()
+    }
+
+    fn spawn_reaper(self: &Arc<Self>) {
+        let weak = Arc::downgrade(self);
+        let stop = self.shutdown.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    _ = tokio::time::sleep(REAP_INTERVAL) => {}
+                }
+                let Some(bridge) = weak.upgrade() else { return };
+                bridge.reap_idle().await;
+            }
+        });
+    }
+
+    async fn reap_idle(&self) {
+        let idle = Duration::from_secs(self.settings.session_idle.max(1));
+        let mut victims = Vec::new();
+        {
+            let mut sessions = self.sessions.lock().await;
+            let mut keep = HashMap::new();
+            for (id, s) in sessions.drain() {
+                let expired = match s.try_lock() {
+                    Ok(guard) => guard.last_used.elapsed() > idle,
+                    Err(_) => false,
+                };
+                if expired { victims.push((id, s)); } else { keep.insert(id, s); }
+            }
+            *sessions = keep;
+        }
+        for (id, s) in victims {
+            tracing::info!(session = %id, "reaping idle session");
+            s.lock().await.close().await;
+        }
+    }
+
+    /// Finds or creates the session, evicting the least recently used idle
+    /// one when the cap is reached.
+    async fn session(&self, id: &str) -> Arc<Mutex<Session>> {
+        let mut sessions = self.sessions.lock().await;
+        if let Some(s) = sessions.get(id) {
+            return s.clone();
+        }
+        if sessions.len() >= self.settings.max_sessions.max(1) {
+            let oldest = sessions
+                .iter()
+                .filter_map(|(k, s)| s.try_lock().ok().map(|g| (k.clone(), g.last_used)))
+                .min_by_key(|(_, t)| *t)
+                .map(|(k, _)| k);
+            if let Some(k) = oldest {
+                if let Some(s) = sessions.remove(&k) {
+                    tracing::info!(session = %k, "session cap reached; closing the least recently used session");
+                    tokio::spawn(async move { s.lock().await.close().await });
+                }
+            }
+        }
+        let s = Arc::new(Mutex::new(Session::new(id.to_string())));
+        sessions.insert(id.to_string(), s.clone());
+        s
+    }
+
+    /// Runs one `run_python` request.
+    pub async fn run(
+        self: &Arc<Self>,
+        req: RunRequest,
+        listener: &mut dyn OutputListener,
+        cancel: CancellationToken,
+    ) -> RunOutcome {
+        let servers: Vec<String> = {
+            let mut seen = BTreeSet::new();
+            req.servers.iter().filter(|s| seen.insert((*s).clone())).cloned().collect()
+        };
+        for s in &servers {
+            if !self.pool.configs().contains_key(s) {
+                let known: Vec<&str> = self.pool.configs().keys().map(String::as_str).collect();
+                let why = if self.discovery.servers.contains_key(s) { " (denied by the bridge's policy)" } else { "" };
+                return RunOutcome::failed(
+                    RunStatus::ValidationError,
+                    format!("unknown server {s:?}{why}; available: {}", if known.is_empty() { "none configured".to_string() } else { known.join(", ") }),
+                    servers,
+                );
+            }
+        }
+        let timeout = self.settings.clamp_timeout(req.timeout);
+        let session = self.session(&req.session).await;
+        let mut session = session.lock().await;
+        session.run(self, &req.code, &servers, timeout, listener, cancel).await
+    }
+
+    /// Closes every session, the warm pool and the proxied servers.
+    pub async fn shutdown(&self) {
+        self.shutdown.cancel();
+        let sessions: Vec<_> = self.sessions.lock().await.drain().map(|(_, s)| s).collect();
+        for s in sessions {
+            s.lock().await.close().await;
+        }
+        self.warm.shutdown().await;
+        self.pool.shutdown_all().await;
+    }
+
+    pub(crate) fn audit(&self) -> Option<Arc<AuditLog>> {
+        self.audit.clone()
+    }
+}
+
+fn rand_seed() -> u32 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0)
+}
+
+fn set_mode(path: &std::path::Path, mode: u32) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+}

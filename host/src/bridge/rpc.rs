@@ -1,0 +1,192 @@
+//! Answers one session's guest RPCs. The guest is untrusted: every request
+//! is checked against the session's servers and the policy here, on the
+//! host, whatever the guest's own modules claim.
+
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use codemode_proto::v1::{rpc_request::Call, Detail as WireDetail, ErrorKind, RpcError, ServerInfo};
+use serde_json::{json, Value};
+
+use super::policy::Policy;
+use crate::proxy::{format_doc, search_docs, Detail, ProxyError, ServerPool};
+use crate::sandbox::{RpcFuture, RpcHandler};
+
+/// Appends one JSON line per proxied call.
+pub struct AuditLog {
+    file: Mutex<std::fs::File>,
+}
+
+impl AuditLog {
+    pub fn open(path: &std::path::Path) -> std::io::Result<Self> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let file = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
+        Ok(Self { file: Mutex::new(file) })
+    }
+
+    fn record(&self, entry: Value) {
+        if let Ok(mut f) = self.file.lock() {
+            let _ = writeln!(f, "{entry}");
+        }
+    }
+}
+
+pub struct SessionRpc {
+    pub pool: Arc<ServerPool>,
+    pub session: String,
+    pub servers: BTreeSet<String>,
+    pub policy: Policy,
+    pub audit: Option<Arc<AuditLog>>,
+}
+
+fn err(kind: ErrorKind, message: impl Into<String>) -> RpcError {
+    RpcError { kind: kind as i32, message: message.into() }
+}
+
+fn proxy_err(e: ProxyError) -> RpcError {
+    let kind = match &e {
+        ProxyError::Unknown { .. } => ErrorKind::NotFound,
+        ProxyError::Timeout { .. } => ErrorKind::Timeout,
+        _ => ErrorKind::ServerError,
+    };
+    err(kind, e.to_string())
+}
+
+fn detail(d: i32) -> Detail {
+    if d == WireDetail::Full as i32 { Detail::Full } else { Detail::Summary }
+}
+
+impl SessionRpc {
+    fn check_server(&self, server: &str) -> Result<(), RpcError> {
+        if self.servers.contains(server) {
+            return Ok(());
+        }
+        let loaded: Vec<&str> = self.servers.iter().map(String::as_str).collect();
+        Err(err(
+            ErrorKind::NotAllowed,
+            format!(
+                "server {server:?} is not loaded in this session (loaded: {}); pass it in run_python's `servers` argument",
+                if loaded.is_empty() { "none".to_string() } else { loaded.join(", ") }
+            ),
+        ))
+    }
+
+    async fn infos(&self) -> Result<Vec<ServerInfo>, RpcError> {
+        let mut out = Vec::new();
+        for s in &self.servers {
+            out.push(self.pool.server_info(s).await.map_err(proxy_err)?);
+        }
+        Ok(out)
+    }
+
+    async fn answer(self: Arc<Self>, call: Call) -> Result<String, RpcError> {
+        let value = match call {
+            Call::ListServers(_) => json!(self.servers.iter().collect::<Vec<_>>()),
+            Call::ListTools(req) => {
+                self.check_server(&req.server)?;
+                let info = self.pool.server_info(&req.server).await.map_err(proxy_err)?;
+                Value::Array(
+                    info.tools
+                        .iter()
+                        .map(|t| {
+                            json!({
+                                "name": t.name, "alias": t.alias, "description": t.description,
+                                "inputSchema": serde_json::from_str::<Value>(&t.input_schema_json).unwrap_or(Value::Null),
+                            })
+                        })
+                        .collect(),
+                )
+            }
+            Call::QueryToolDocs(req) => {
+                self.check_server(&req.server)?;
+                let info = self.pool.server_info(&req.server).await.map_err(proxy_err)?;
+                let d = detail(req.detail);
+                if req.tool.is_empty() {
+                    Value::Array(info.tools.iter().map(|t| format_doc(&info, t, d)).collect())
+                } else {
+                    let want = req.tool.to_lowercase();
+                    let tool = info
+                        .tools
+                        .iter()
+                        .find(|t| t.name.to_lowercase() == want || t.alias.to_lowercase() == want)
+                        .ok_or_else(|| err(ErrorKind::NotFound, format!("tool {:?} not found on server {:?}", req.tool, req.server)))?;
+                    format_doc(&info, tool, d)
+                }
+            }
+            Call::SearchToolDocs(req) => {
+                let infos = self.infos().await?;
+                Value::Array(search_docs(&infos, &req.query, req.limit, detail(req.detail)))
+            }
+            Call::CallTool(req) => return self.call_tool(req).await,
+        };
+        Ok(value.to_string())
+    }
+
+    async fn call_tool(&self, req: codemode_proto::v1::CallTool) -> Result<String, RpcError> {
+        self.check_server(&req.server)?;
+        if !self.policy.tool_allowed(&req.server, &req.tool) {
+            return Err(err(ErrorKind::NotAllowed, format!("tool {}.{} is denied by the bridge's policy", req.server, req.tool)));
+        }
+        let args = if req.arguments_json.trim().is_empty() {
+            serde_json::Map::new()
+        } else {
+            match serde_json::from_str::<Value>(&req.arguments_json) {
+                Ok(Value::Object(m)) => m,
+                Ok(other) => return Err(err(ErrorKind::InvalidArguments, format!("tool arguments must be a JSON object, got {}", type_name(&other)))),
+                Err(e) => return Err(err(ErrorKind::InvalidArguments, format!("tool arguments are not valid JSON: {e}"))),
+            }
+        };
+        let started = Instant::now();
+        let result = self.pool.call_tool(&req.server, &req.tool, args).await;
+        let (status, answer) = match result {
+            Ok(r) => {
+                let text = serde_json::to_string(&r).map_err(|e| err(ErrorKind::Internal, e.to_string()))?;
+                (if r.is_error == Some(true) { "tool_error" } else { "ok" }, Ok(text))
+            }
+            Err(e) => ("failed", Err(proxy_err(e))),
+        };
+        if let Some(audit) = &self.audit {
+            audit.record(json!({
+                "time": chrono_like_now(),
+                "session": self.session,
+                "server": req.server,
+                "tool": req.tool,
+                "duration_ms": started.elapsed().as_millis() as u64,
+                "status": status,
+                "request_bytes": req.arguments_json.len(),
+                "response_bytes": answer.as_ref().map(|s| s.len()).unwrap_or(0),
+            }));
+        }
+        answer
+    }
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Seconds since the epoch with milliseconds, for log lines.
+fn chrono_like_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+impl RpcHandler for Arc<SessionRpc> {
+    fn call(&self, call: Call) -> RpcFuture {
+        let this = self.clone();
+        Box::pin(async move { this.answer(call).await })
+    }
+}

@@ -1,0 +1,182 @@
+//! One session: a sandbox kept between calls (state persists like a
+//! notebook), the servers installed in it, and the replacement of a
+//! sandbox that died, with a note that its state was lost.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use codemode_proto::v1::{Init, Limits as WireLimits, ServerInfo};
+use tokio_util::sync::CancellationToken;
+
+use super::rpc::SessionRpc;
+use super::{Bridge, RunOutcome, RunStatus, MAX_FRAME_BYTES};
+use crate::runtime::SANDBOX_TOOLS_DIR;
+use crate::sandbox::{CellRequest, CellStatus, OutputListener, Sandbox};
+
+/// Total bytes of images one cell may return.
+const MAX_RICH_BYTES: u64 = 8 * 1024 * 1024;
+
+pub struct Session {
+    pub id: String,
+    sandbox: Option<Sandbox>,
+    servers: BTreeSet<String>,
+    pub last_used: Instant,
+    /// Set when the previous sandbox died: told to the model on the next call.
+    lost: Option<String>,
+}
+
+impl Session {
+    pub fn new(id: String) -> Self {
+        Self { id, sandbox: None, servers: BTreeSet::new(), last_used: Instant::now(), lost: None }
+    }
+
+    pub async fn close(&mut self) {
+        if let Some(sb) = self.sandbox.take() {
+            sb.shutdown().await;
+        }
+    }
+
+    async fn infos(bridge: &Bridge, names: &BTreeSet<String>) -> Result<Vec<ServerInfo>, String> {
+        let mut out = Vec::new();
+        for n in names {
+            out.push(bridge.pool.server_info(n).await.map_err(|e| e.to_string())?);
+        }
+        Ok(out)
+    }
+
+    /// Makes sure a live, initialized sandbox with `wanted` servers exists.
+    async fn prepare(&mut self, bridge: &Arc<Bridge>, wanted: &[String], notes: &mut Vec<String>) -> Result<(), String> {
+        if let Some(sb) = self.sandbox.as_mut() {
+            if !sb.is_alive() {
+                self.sandbox = None;
+                self.lost.get_or_insert_with(|| "the sandbox exited (out of memory or killed)".into());
+            }
+        }
+        if let Some(why) = self.lost.take() {
+            notes.push(format!("note: {why}; this call runs in a fresh sandbox and earlier variables and imports are gone"));
+        }
+        let new: BTreeSet<String> = wanted.iter().filter(|s| !self.servers.contains(*s)).cloned().collect();
+        if self.sandbox.is_none() {
+            let mut all = self.servers.clone();
+            all.extend(new.iter().cloned());
+            let infos = Self::infos(bridge, &all).await?;
+            let mut sb = bridge.warm_pool().take().await.map_err(|e| format!("could not start a sandbox: {e}"))?;
+            let init = Init {
+                protocol_major: codemode_proto::PROTOCOL_MAJOR,
+                protocol_minor: codemode_proto::PROTOCOL_MINOR,
+                servers: infos,
+                discovered: bridge.discovered(),
+                limits: Some(WireLimits {
+                    max_output_bytes: bridge.settings.max_output_bytes,
+                    max_frame_bytes: MAX_FRAME_BYTES as u32,
+                    max_rich_bytes: MAX_RICH_BYTES,
+                }),
+                tools_dir: SANDBOX_TOOLS_DIR.to_string(),
+            };
+            sb.init(init).await.map_err(|e| format!("could not initialize the sandbox: {e}"))?;
+            self.sandbox = Some(sb);
+            self.servers = all;
+        } else if !new.is_empty() {
+            let infos = Self::infos(bridge, &new).await?;
+            if let Some(sb) = self.sandbox.as_mut() {
+                sb.add_servers(infos).await.map_err(|e| format!("could not add servers to the sandbox: {e}"))?;
+            }
+            self.servers.extend(new);
+        }
+        Ok(())
+    }
+
+    pub async fn run(
+        &mut self,
+        bridge: &Arc<Bridge>,
+        code: &str,
+        wanted: &[String],
+        timeout: Duration,
+        listener: &mut dyn OutputListener,
+        cancel: CancellationToken,
+    ) -> RunOutcome {
+        self.last_used = Instant::now();
+        let mut notes = Vec::new();
+        if let Err(e) = self.prepare(bridge, wanted, &mut notes).await {
+            let mut out = RunOutcome::failed(RunStatus::Error, e, wanted.to_vec());
+            out.notes = notes;
+            return out;
+        }
+        let handler = Arc::new(SessionRpc {
+            pool: bridge.pool.clone(),
+            session: self.id.clone(),
+            servers: self.servers.clone(),
+            policy: bridge.policy.clone(),
+            audit: bridge.audit(),
+        });
+        let Some(sb) = self.sandbox.as_mut() else {
+            return RunOutcome::failed(RunStatus::Error, "internal: no sandbox after prepare", wanted.to_vec());
+        };
+        let req = CellRequest {
+            code: code.to_string(),
+            timeout,
+            max_output_bytes: usize::try_from(bridge.settings.max_output_bytes).unwrap_or(usize::MAX),
+            call_budget: bridge.settings.call_budget,
+            handler: Arc::new(handler),
+            listener,
+            cancel,
+        };
+        let servers: Vec<String> = self.servers.iter().cloned().collect();
+        let result = sb.run_cell(req).await;
+        self.last_used = Instant::now();
+        match result {
+            Ok(cell) => {
+                if let Some(lost) = &cell.sandbox_lost {
+                    notes.push(format!("note: {lost}"));
+                    if let Some(sb) = self.sandbox.take() {
+                        tokio::spawn(sb.shutdown());
+                    }
+                }
+                let status = match cell.status {
+                    CellStatus::Success => RunStatus::Success,
+                    CellStatus::Error => RunStatus::Error,
+                    CellStatus::Timeout => RunStatus::Timeout,
+                    CellStatus::Cancelled => RunStatus::Cancelled,
+                };
+                let error = match (&cell.error, status) {
+                    (Some(e), _) => Some(format_py_error(e)),
+                    (None, RunStatus::Timeout) => Some(format!("execution exceeded {}s", timeout.as_secs())),
+                    (None, RunStatus::Cancelled) => Some("execution was cancelled".into()),
+                    _ => None,
+                };
+                RunOutcome {
+                    status,
+                    stdout: cell.stdout.text(),
+                    stderr: cell.stderr.text(),
+                    error,
+                    servers,
+                    duration: cell.duration,
+                    rich: cell.rich,
+                    notes,
+                    timeout_secs: timeout.as_secs(),
+                }
+            }
+            Err(e) => {
+                if let Some(sb) = self.sandbox.take() {
+                    tokio::spawn(sb.shutdown());
+                }
+                self.lost = None;
+                notes.push("note: the sandbox was discarded; the next call starts a fresh one without earlier state".into());
+                let mut out = RunOutcome::failed(RunStatus::Error, format!("sandbox failed: {e}"), servers);
+                out.notes = notes;
+                out
+            }
+        }
+    }
+}
+
+fn format_py_error(e: &codemode_proto::v1::PyError) -> String {
+    let head = if e.message.is_empty() { e.r#type.clone() } else { format!("{}: {}", e.r#type, e.message) };
+    if e.traceback.trim().is_empty() {
+        head
+    } else {
+        let tb = e.traceback.trim_end();
+        if tb.ends_with(&head) { tb.to_string() } else { format!("{tb}\n{head}") }
+    }
+}

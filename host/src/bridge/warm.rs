@@ -1,0 +1,113 @@
+//! Started, handshaken sandboxes kept ready so a new session's first call
+//! does not pay the runtime's start-up. Refilled in the background; all
+//! shut down with the bridge.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use tokio::sync::Mutex;
+
+use crate::runtime::{Backend, LaunchSpec};
+use crate::sandbox::{Sandbox, SandboxError};
+
+pub struct WarmPool {
+    backend: Backend,
+    spec: LaunchSpec,
+    max_frame: usize,
+    target: usize,
+    ready: Mutex<VecDeque<Sandbox>>,
+    refilling: Mutex<()>,
+    counter: AtomicU64,
+    closed: std::sync::atomic::AtomicBool,
+}
+
+impl WarmPool {
+    pub fn new(backend: Backend, spec: LaunchSpec, max_frame: usize, target: usize) -> Arc<Self> {
+        Arc::new(Self {
+            backend,
+            spec,
+            max_frame,
+            target,
+            ready: Mutex::new(VecDeque::new()),
+            refilling: Mutex::new(()),
+            counter: AtomicU64::new(0),
+            closed: std::sync::atomic::AtomicBool::new(false),
+        })
+    }
+
+    pub fn backend(&self) -> &Backend {
+        &self.backend
+    }
+
+    fn next_spec(&self) -> LaunchSpec {
+        let n = self.counter.fetch_add(1, Ordering::SeqCst);
+        let mut spec = self.spec.clone();
+        spec.name = format!("codemode-{}-{n}", self.spec.instance);
+        spec
+    }
+
+    /// Starts a fresh sandbox now.
+    pub async fn start_one(&self) -> Result<Sandbox, SandboxError> {
+        Sandbox::start(&self.backend, &self.next_spec(), self.max_frame).await
+    }
+
+    /// A ready sandbox: from the pool when one is there, else started now.
+    /// Triggers a background refill either way.
+    pub async fn take(self: &Arc<Self>) -> Result<Sandbox, SandboxError> {
+        let pooled = loop {
+            let next = self.ready.lock().await.pop_front();
+            match next {
+                Some(mut sb) => {
+                    if sb.is_alive() {
+                        break Some(sb);
+                    }
+                    sb.shutdown().await;
+                }
+                None => break None,
+            }
+        };
+        self.spawn_refill();
+        match pooled {
+            Some(sb) => Ok(sb),
+            None => self.start_one().await,
+        }
+    }
+
+    pub fn spawn_refill(self: &Arc<Self>) {
+        if self.target == 0 {
+            return;
+        }
+        let this = self.clone();
+        tokio::spawn(async move { this.refill().await });
+    }
+
+    async fn refill(&self) {
+        let Ok(_guard) = self.refilling.try_lock() else { return };
+        while !self.closed.load(Ordering::SeqCst) && self.ready.lock().await.len() < self.target {
+            match self.start_one().await {
+                Ok(sb) => {
+                    if self.closed.load(Ordering::SeqCst) {
+                        sb.shutdown().await;
+                        return;
+                    }
+                    self.ready.lock().await.push_back(sb);
+                }
+                Err(e) => {
+                    tracing::warn!("warm pool could not start a sandbox: {e}");
+                    return;
+                }
+            }
+        }
+    }
+
+    pub async fn len(&self) -> usize {
+        self.ready.lock().await.len()
+    }
+
+    pub async fn shutdown(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        let all: Vec<Sandbox> = self.ready.lock().await.drain(..).collect();
+        futures::future::join_all(all.into_iter().map(Sandbox::shutdown)).await;
+    }
+}

@@ -1,0 +1,157 @@
+//! Output for people at a terminal: the one place (with `doctor`) that
+//! prints to stdout outside the MCP wire.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use codemode_proto::v1::Stream;
+
+use super::ToolsAction;
+use crate::bridge::{RunOutcome, RunStatus};
+use crate::sandbox::OutputListener;
+use crate::settings::Settings;
+
+pub fn fail(message: &str) -> ExitCode {
+    eprintln!("codemode: {message}");
+    ExitCode::from(2)
+}
+
+/// Streams a cell's output to this process's stdout/stderr as it arrives.
+pub struct Echo;
+
+impl OutputListener for Echo {
+    fn chunk(&mut self, stream: Stream, data: &[u8]) {
+        if stream == Stream::Stderr {
+            let _ = std::io::stderr().write_all(data);
+        } else {
+            let mut out = std::io::stdout();
+            let _ = out.write_all(data);
+            let _ = out.flush();
+        }
+    }
+}
+
+pub fn finish_run(out: &RunOutcome) -> ExitCode {
+    for note in &out.notes {
+        eprintln!("codemode: {note}");
+    }
+    for image in &out.rich {
+        eprintln!("codemode: the cell returned an image ({}, {} bytes)", image.mime_type, image.data.len());
+    }
+    if let Some(e) = &out.error {
+        eprintln!("{}", e.trim_end());
+    }
+    match out.status {
+        RunStatus::Success => ExitCode::SUCCESS,
+        RunStatus::Error => ExitCode::from(1),
+        RunStatus::ValidationError => ExitCode::from(2),
+        RunStatus::Timeout => {
+            eprintln!("codemode: status timeout");
+            ExitCode::from(124)
+        }
+        RunStatus::Cancelled => {
+            eprintln!("codemode: status cancelled");
+            ExitCode::from(130)
+        }
+    }
+}
+
+pub async fn servers(settings: &Settings, with_tools: bool) -> ExitCode {
+    let ctx = crate::config::DiscoveryContext::from_process(settings.configs.clone(), settings.allow_self_server);
+    let found = crate::config::discover(&ctx);
+    for p in &found.problems {
+        eprintln!("warning: {p}");
+    }
+    if found.servers.is_empty() {
+        println!("no MCP servers found; add one with --config FILE or see `codemode --help`");
+        return ExitCode::SUCCESS;
+    }
+    let pool = crate::proxy::ServerPool::new(found.servers.clone(), std::time::Duration::from_secs(settings.call_timeout.max(1)));
+    let mut failed = false;
+    for (name, cfg) in &found.servers {
+        let mut line = format!("{name}\t{}\t{} ({})", pool.alias(name), cfg.source.display(), cfg.source_name);
+        if with_tools {
+            match pool.tools(name).await {
+                Ok(tools) => line.push_str(&format!("\t{} tools", tools.len())),
+                Err(e) => {
+                    failed = true;
+                    line.push_str(&format!("\tERROR: {e}"));
+                }
+            }
+        }
+        if !cfg.description.is_empty() {
+            line.push_str(&format!("\t{}", cfg.description));
+        }
+        println!("{line}");
+    }
+    for s in &found.skipped {
+        eprintln!("skipped: {s:?}");
+    }
+    pool.shutdown_all().await;
+    if failed { ExitCode::from(1) } else { ExitCode::SUCCESS }
+}
+
+pub async fn image_build(settings: &Settings, variant: crate::image::Variant, tag: Option<String>) -> ExitCode {
+    let engine = match crate::runtime::select_backend(settings) {
+        Ok(choice) => match choice.backend {
+            crate::runtime::Backend::Oci(oci) => oci.binary,
+            crate::runtime::Backend::Bubblewrap(_) => {
+                return fail("building an image needs podman or docker; the bubblewrap runtime needs no image")
+            }
+        },
+        Err(_) => match crate::runtime::which_engine() {
+            Some(p) => p,
+            None => return fail("building an image needs podman or docker on PATH"),
+        },
+    };
+    let Some(guest) = crate::runtime::guest_path(settings).filter(|p| p.exists()) else {
+        return fail("codemode-guest not found next to codemode; build it (`cargo build --release -p codemode-guest`) or pass --guest PATH");
+    };
+    let opts = crate::image::BuildOptions { variant, guest, engine, tag };
+    let progress = |msg: &str| eprintln!("  {msg}");
+    match crate::image::build(&opts, &progress).await {
+        Ok(built) => {
+            println!("built {} ({:.1} MB, {} files)", built.tag, built.size_bytes as f64 / 1e6, built.staged_files);
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(&e.to_string()),
+    }
+}
+
+pub fn tools(settings: &Settings, action: ToolsAction) -> ExitCode {
+    let dir = settings.tools_dir();
+    match action {
+        ToolsAction::List => {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                println!("no saved tools ({} does not exist yet)", dir.display());
+                return ExitCode::SUCCESS;
+            };
+            let mut names: Vec<String> = entries
+                .filter_map(|e| e.ok())
+                .filter_map(|e| e.file_name().to_str().and_then(|n| n.strip_suffix(".py")).map(str::to_string))
+                .collect();
+            names.sort();
+            if names.is_empty() {
+                println!("no saved tools in {}", dir.display());
+            }
+            for n in names {
+                println!("{n}\t{}", dir.join(format!("{n}.py")).display());
+            }
+            ExitCode::SUCCESS
+        }
+        ToolsAction::Remove { name } => {
+            if name.contains('/') || name.starts_with('.') {
+                return fail(&format!("{name:?} is not a tool name"));
+            }
+            let path = dir.join(format!("{name}.py"));
+            match std::fs::remove_file(&path) {
+                Ok(()) => {
+                    println!("removed {}", path.display());
+                    ExitCode::SUCCESS
+                }
+                Err(e) => fail(&format!("cannot remove {}: {e}", path.display())),
+            }
+        }
+    }
+}

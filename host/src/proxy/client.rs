@@ -1,0 +1,272 @@
+//! One proxied MCP server: an rmcp client over the child's stdio, the child
+//! in its own process group with an explicit environment, its stderr in the
+//! log tagged with the server's name, its tool list cached until the
+//! server says it changed.
+
+use std::collections::BTreeMap;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{CallToolRequestParams, CallToolResult, ClientConfig, Implementation, Tool};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::Command;
+use tokio::sync::Mutex;
+
+use crate::config::ServerConfig;
+
+/// How long a server may take to start and answer `initialize`: npx may
+/// download a package first, so this is generous.
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+/// After closing its stdin, how long a server gets to exit on its own
+/// before SIGTERM, then SIGKILL (server-everything takes ~0.4 s).
+const EXIT_GRACE: Duration = Duration::from_secs(2);
+
+/// Variables passed through from codemode's own environment; everything
+/// else a server needs must be in its config's `env`.
+const BASE_ENV: &[&str] = &["PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TMPDIR", "TZ", "SHELL", "TERM"];
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProxyError {
+    #[error("server {server:?} is not configured (known: {known})")]
+    Unknown { server: String, known: String },
+    #[error("server {server:?} failed to start: {message}")]
+    Start { server: String, message: String },
+    #[error("server {server:?} did not finish {what} within {secs}s")]
+    Timeout { server: String, what: &'static str, secs: u64 },
+    #[error("server {server:?} stopped responding ({message}); it will be restarted on the next call")]
+    Crashed { server: String, message: String },
+    #[error("server {server:?} answered with an error: {message}")]
+    Remote { server: String, message: String },
+}
+
+/// Client-side handler: records `tools/list_changed`.
+#[derive(Clone)]
+struct Listener {
+    tools_changed: Arc<AtomicBool>,
+}
+
+impl ClientHandler for Listener {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            Default::default(),
+            Implementation::new("codemode", env!("CARGO_PKG_VERSION")),
+        )
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.tools_changed.store(true, Ordering::SeqCst);
+    }
+}
+
+pub struct ProxiedServer {
+    pub name: String,
+    service: Mutex<Option<RunningService<RoleClient, Listener>>>,
+    peer: rmcp::Peer<RoleClient>,
+    tools: Mutex<Option<Arc<Vec<Tool>>>>,
+    tools_changed: Arc<AtomicBool>,
+    pgid: Option<i32>,
+    closed: AtomicBool,
+}
+
+impl ProxiedServer {
+    pub async fn start(cfg: &ServerConfig) -> Result<Self, ProxyError> {
+        let mut cmd = Command::new(&cfg.command);
+        cmd.args(&cfg.args);
+        cmd.env_clear();
+        for key in BASE_ENV {
+            if let Some(v) = std::env::var_os(key) {
+                cmd.env(key, v);
+            }
+        }
+        cmd.envs(&cfg.env);
+        if let Some(cwd) = &cfg.cwd {
+            cmd.current_dir(cwd);
+        }
+        cmd.process_group(0).kill_on_drop(true);
+        let start_err = |message: String| ProxyError::Start {
+            server: cfg.name.clone(),
+            message,
+        };
+        let (transport, stderr) = TokioChildProcess::builder(cmd)
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| start_err(format!("cannot run {:?}: {e}", cfg.command)))?;
+        let pgid = transport.id().and_then(|id| i32::try_from(id).ok());
+        let recent_stderr = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+        if let Some(stderr) = stderr {
+            let tag = cfg.name.clone();
+            let recent = recent_stderr.clone();
+            tokio::spawn(async move {
+                let mut lines = BufReader::new(stderr).lines();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    tracing::info!(server = %tag, "{line}");
+                    if let Ok(mut r) = recent.lock() {
+                        if r.len() >= 20 {
+                            r.remove(0);
+                        }
+                        r.push(line);
+                    }
+                }
+            });
+        }
+        let tools_changed = Arc::new(AtomicBool::new(false));
+        let listener = Listener {
+            tools_changed: tools_changed.clone(),
+        };
+        let service = match tokio::time::timeout(START_TIMEOUT, listener.serve(transport)).await {
+            Ok(Ok(s)) => s,
+            Ok(Err(e)) => {
+                kill_group(pgid);
+                // Give the stderr forwarder a moment to collect the reason.
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                let tail = recent_stderr.lock().map(|r| r.join("\n")).unwrap_or_default();
+                let detail = if tail.is_empty() { String::new() } else { format!("; its stderr:\n{tail}") };
+                return Err(start_err(format!("initialize failed: {e}{detail}")));
+            }
+            Err(_) => {
+                kill_group(pgid);
+                return Err(ProxyError::Timeout {
+                    server: cfg.name.clone(),
+                    what: "start-up",
+                    secs: START_TIMEOUT.as_secs(),
+                });
+            }
+        };
+        Ok(Self {
+            name: cfg.name.clone(),
+            peer: service.peer().clone(),
+            service: Mutex::new(Some(service)),
+            tools: Mutex::new(None),
+            tools_changed,
+            pgid,
+            closed: AtomicBool::new(false),
+        })
+    }
+
+    /// Whether the connection is gone (the server exited or crashed).
+    pub fn is_dead(&self) -> bool {
+        self.closed.load(Ordering::SeqCst) || self.peer.is_transport_closed()
+    }
+
+    fn crashed(&self, message: String) -> ProxyError {
+        self.closed.store(true, Ordering::SeqCst);
+        ProxyError::Crashed {
+            server: self.name.clone(),
+            message,
+        }
+    }
+
+    /// The server's tools, cached until it sends `tools/list_changed`.
+    pub async fn tools(&self, timeout: Duration) -> Result<Arc<Vec<Tool>>, ProxyError> {
+        let mut cached = self.tools.lock().await;
+        if self.tools_changed.swap(false, Ordering::SeqCst) {
+            cached.take();
+        }
+        if let Some(t) = cached.as_ref() {
+            return Ok(t.clone());
+        }
+        let tools = match tokio::time::timeout(timeout, self.peer.list_all_tools()).await {
+            Ok(Ok(t)) => Arc::new(t),
+            Ok(Err(rmcp::service::ServiceError::McpError(e))) => {
+                return Err(ProxyError::Remote { server: self.name.clone(), message: e.message.to_string() })
+            }
+            Ok(Err(e)) => return Err(self.crashed(e.to_string())),
+            Err(_) => {
+                return Err(ProxyError::Timeout { server: self.name.clone(), what: "tools/list", secs: timeout.as_secs() })
+            }
+        };
+        *cached = Some(tools.clone());
+        Ok(tools)
+    }
+
+    pub async fn call(
+        &self,
+        tool: &str,
+        arguments: serde_json::Map<String, serde_json::Value>,
+        timeout: Duration,
+    ) -> Result<CallToolResult, ProxyError> {
+        let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+        match tokio::time::timeout(timeout, self.peer.call_tool(params)).await {
+            Ok(Ok(r)) => Ok(r),
+            Ok(Err(rmcp::service::ServiceError::McpError(e))) => Err(ProxyError::Remote {
+                server: self.name.clone(),
+                message: e.message.to_string(),
+            }),
+            Ok(Err(e)) => Err(self.crashed(e.to_string())),
+            Err(_) => Err(ProxyError::Timeout {
+                server: self.name.clone(),
+                what: "the tool call",
+                secs: timeout.as_secs(),
+            }),
+        }
+    }
+
+    /// Closes stdin, waits, then escalates to SIGTERM and SIGKILL of the group.
+    pub async fn shutdown(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        if let Some(service) = self.service.lock().await.take() {
+            let _ = tokio::time::timeout(EXIT_GRACE, service.cancel()).await;
+        }
+        if wait_group_gone(self.pgid, EXIT_GRACE).await {
+            return;
+        }
+        signal_group(self.pgid, libc::SIGTERM);
+        if !wait_group_gone(self.pgid, EXIT_GRACE).await {
+            signal_group(self.pgid, libc::SIGKILL);
+        }
+    }
+}
+
+impl Drop for ProxiedServer {
+    fn drop(&mut self) {
+        kill_group(self.pgid);
+    }
+}
+
+/// Parses the env of a config into the (sorted) map the child gets.
+pub fn child_env(cfg: &ServerConfig) -> BTreeMap<String, String> {
+    let mut env = BTreeMap::new();
+    for key in BASE_ENV {
+        if let Ok(v) = std::env::var(key) {
+            env.insert((*key).to_string(), v);
+        }
+    }
+    env.extend(cfg.env.clone());
+    env
+}
+
+fn kill_group(pgid: Option<i32>) {
+    signal_group(pgid, libc::SIGKILL);
+}
+
+fn signal_group(pgid: Option<i32>, signal: i32) {
+    if let Some(pgid) = pgid.filter(|p| *p > 1) {
+        // SAFETY: killpg only sends a signal to the group we created for
+        // this server with process_group(0).
+        unsafe {
+            libc::killpg(pgid, signal);
+        }
+    }
+}
+
+/// Polls until no process is left in the group (or the bound passes).
+async fn wait_group_gone(pgid: Option<i32>, bound: Duration) -> bool {
+    let Some(pgid) = pgid.filter(|p| *p > 1) else { return true };
+    let until = tokio::time::Instant::now() + bound;
+    loop {
+        // SAFETY: signal 0 only checks whether the group has members.
+        let alive = unsafe { libc::killpg(pgid, 0) } == 0;
+        if !alive {
+            return true;
+        }
+        if tokio::time::Instant::now() >= until {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

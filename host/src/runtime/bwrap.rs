@@ -1,0 +1,108 @@
+//! bubblewrap: no image and no daemon. The guest binary and the host's
+//! system directories are bound read-only into an otherwise empty root,
+//! every namespace is unshared, and limits are rlimits set before exec.
+
+use std::path::{Path, PathBuf};
+
+use tokio::process::Command;
+
+use super::{LaunchSpec, RuntimeError, SandboxProcess, SANDBOX_TOOLS_DIR, SANDBOX_WORKDIR};
+
+/// Where the guest binary appears inside the sandbox.
+const GUEST_IN_SANDBOX: &str = "/opt/codemode/codemode-guest";
+/// System directories bound read-only: the dynamic loader, libc and the
+/// Python stdlib live here; nothing user-specific does.
+const SYSTEM_DIRS: &[&str] = &["/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin"];
+/// Files under /etc the loader and Python read.
+const ETC_FILES: &[&str] = &["/etc/ld.so.cache", "/etc/localtime", "/etc/nsswitch.conf"];
+
+#[derive(Debug, Clone)]
+pub struct BwrapBackend {
+    pub binary: PathBuf,
+    pub guest: PathBuf,
+}
+
+impl BwrapBackend {
+    pub fn new(binary: PathBuf, guest: PathBuf) -> Self {
+        Self { binary, guest }
+    }
+
+    pub fn args(&self, spec: &LaunchSpec) -> Vec<String> {
+        let l = &spec.limits;
+        let (uid, gid) = l.user.split_once(':').unwrap_or((&l.user, &l.user));
+        let mut a: Vec<String> = [
+            "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+            "--clearenv", "--hostname", "codemode",
+        ]
+        .map(String::from)
+        .to_vec();
+        a.extend(["--uid".into(), uid.into(), "--gid".into(), gid.into()]);
+        for dir in SYSTEM_DIRS {
+            let p = Path::new(dir);
+            match std::fs::read_link(p) {
+                // Merged-/usr hosts: /lib -> usr/lib; recreate the link.
+                Ok(target) => a.extend(["--symlink".into(), target.display().to_string(), dir.to_string()]),
+                Err(_) if p.is_dir() => a.extend(["--ro-bind".into(), dir.to_string(), dir.to_string()]),
+                Err(_) => {}
+            }
+        }
+        for file in ETC_FILES {
+            if Path::new(file).exists() {
+                a.extend(["--ro-bind".into(), file.to_string(), file.to_string()]);
+            }
+        }
+        a.extend(["--ro-bind".into(), self.guest.display().to_string(), GUEST_IN_SANDBOX.into()]);
+        a.extend(["--proc".into(), "/proc".into(), "--dev".into(), "/dev".into()]);
+        for dir in ["/tmp", SANDBOX_WORKDIR] {
+            a.extend(["--size".into(), l.tmpfs_bytes.to_string(), "--perms".into(), "1777".into()]);
+            a.extend(["--tmpfs".into(), dir.into()]);
+        }
+        if let Some(tools) = &spec.tools_dir {
+            a.extend(["--bind".into(), tools.display().to_string(), SANDBOX_TOOLS_DIR.into()]);
+        }
+        for m in &spec.mounts {
+            let flag = if m.writable { "--bind" } else { "--ro-bind" };
+            a.extend([flag.into(), m.host.display().to_string(), m.sandbox.display().to_string()]);
+        }
+        a.extend(["--remount-ro".into(), "/".into()]);
+        a.extend(["--setenv".into(), "HOME".into(), "/tmp".into()]);
+        a.extend(["--setenv".into(), "PATH".into(), "/usr/bin:/bin".into()]);
+        a.extend(["--chdir".into(), SANDBOX_WORKDIR.into()]);
+        a.push(GUEST_IN_SANDBOX.into());
+        a
+    }
+
+    pub fn launch(&self, spec: &LaunchSpec) -> Result<SandboxProcess, RuntimeError> {
+        let mut cmd = Command::new(&self.binary);
+        cmd.args(self.args(spec));
+        cmd.env_clear();
+        let limits = spec.limits.clone();
+        // SAFETY: the closure runs in the forked child before exec and only
+        // calls setrlimit, which is async-signal-safe; it allocates nothing.
+        unsafe {
+            cmd.pre_exec(move || {
+                set_limit(libc::RLIMIT_AS, limits.memory_bytes)?;
+                set_limit(libc::RLIMIT_CPU, limits.cpu_seconds)?;
+                set_limit(libc::RLIMIT_FSIZE, limits.tmpfs_bytes)?;
+                set_limit(libc::RLIMIT_NOFILE, 1024)?;
+                set_limit(libc::RLIMIT_CORE, 0)?;
+                Ok(())
+            });
+        }
+        SandboxProcess::spawn(cmd, spec.name.clone(), None)
+    }
+}
+
+fn set_limit(resource: libc::__rlimit_resource_t, value: u64) -> std::io::Result<()> {
+    let lim = libc::rlimit {
+        rlim_cur: value,
+        rlim_max: value,
+    };
+    // SAFETY: setrlimit reads the struct we pass by pointer for the call only.
+    let rc = unsafe { libc::setrlimit(resource, &lim) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}

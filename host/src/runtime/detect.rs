@@ -1,0 +1,95 @@
+//! Picks the sandbox backend: the one asked for, or with `auto` the first
+//! installed of podman, docker, bubblewrap. Never falls back to running
+//! code unsandboxed.
+
+use std::path::{Path, PathBuf};
+
+use super::{Backend, BwrapBackend, OciBackend, OciEngine, RuntimeError};
+use crate::settings::{RuntimeChoice, Settings};
+
+/// The selected backend and a sentence saying why, for logs and `doctor`.
+#[derive(Debug, Clone)]
+pub struct BackendChoice {
+    pub backend: Backend,
+    pub reason: String,
+}
+
+/// Finds `name` on PATH.
+pub fn which(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|candidate| is_executable(candidate))
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    path.metadata()
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
+}
+
+/// The guest binary for bubblewrap: `--guest`, else next to this executable.
+pub fn guest_path(settings: &Settings) -> Option<PathBuf> {
+    if let Some(p) = &settings.guest {
+        return Some(p.clone());
+    }
+    let exe = std::env::current_exe().ok()?;
+    Some(exe.parent()?.join("codemode-guest"))
+}
+
+pub fn select_backend(settings: &Settings) -> Result<BackendChoice, RuntimeError> {
+    let oci = |engine: OciEngine, binary: PathBuf, reason: String| -> BackendChoice {
+        BackendChoice {
+            backend: Backend::Oci(OciBackend::new(engine, binary, settings)),
+            reason,
+        }
+    };
+    let bwrap = |binary: PathBuf, reason: String| -> Result<BackendChoice, RuntimeError> {
+        let guest = guest_path(settings).ok_or(RuntimeError::GuestMissing(PathBuf::from("codemode-guest")))?;
+        if !is_executable(&guest) {
+            return Err(RuntimeError::GuestMissing(guest));
+        }
+        Ok(BackendChoice {
+            backend: Backend::Bubblewrap(BwrapBackend::new(binary, guest)),
+            reason,
+        })
+    };
+    match settings.runtime {
+        RuntimeChoice::Podman => which("podman")
+            .map(|b| oci(OciEngine::Podman, b, "requested with --runtime podman".into()))
+            .ok_or(RuntimeError::Missing { runtime: "podman", binary: "podman" }),
+        RuntimeChoice::Docker => which("docker")
+            .map(|b| oci(OciEngine::Docker, b, "requested with --runtime docker".into()))
+            .ok_or(RuntimeError::Missing { runtime: "docker", binary: "docker" }),
+        RuntimeChoice::Bubblewrap => match which("bwrap") {
+            Some(b) => bwrap(b, "requested with --runtime bubblewrap".into()),
+            None => Err(RuntimeError::Missing { runtime: "bubblewrap", binary: "bwrap" }),
+        },
+        RuntimeChoice::Auto => {
+            if let Some(b) = which("podman") {
+                return Ok(oci(OciEngine::Podman, b, "auto: podman is installed (preferred)".into()));
+            }
+            if let Some(b) = which("docker").filter(|_| docker_engine_up()) {
+                return Ok(oci(OciEngine::Docker, b, "auto: no podman; docker is installed and its engine answers".into()));
+            }
+            if let Some(b) = which("bwrap") {
+                return bwrap(b, "auto: no podman or working docker; bubblewrap is installed".into());
+            }
+            Err(RuntimeError::NoneFound)
+        }
+    }
+}
+
+/// A docker CLI without a reachable engine (common: only the client is
+/// installed) must not win `auto`.
+fn docker_engine_up() -> bool {
+    std::process::Command::new("docker")
+        .args(["info", "--format", "{{.ServerVersion}}"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false)
+}

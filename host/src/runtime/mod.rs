@@ -1,0 +1,96 @@
+//! Sandbox runtimes: how a guest process is started inside podman, docker
+//! or bubblewrap, with the project's security flags and limits. This module
+//! owns the command lines and their cleanup; it knows nothing of frames.
+
+mod bwrap;
+mod detect;
+mod mounts;
+mod oci;
+mod process;
+
+use std::path::PathBuf;
+
+pub use bwrap::BwrapBackend;
+pub use detect::{guest_path, select_backend, which, BackendChoice};
+
+/// podman or docker, whichever is on PATH (for building images).
+pub fn which_engine() -> Option<PathBuf> {
+    which("podman").or_else(|| which("docker"))
+}
+pub use mounts::{parse_mount, Mount, MountError};
+pub use oci::{sweep_stale_containers, OciBackend, OciEngine};
+pub use process::SandboxProcess;
+
+/// Where saved tools appear inside every sandbox.
+pub const SANDBOX_TOOLS_DIR: &str = "/tools";
+/// Working directory of cells inside the sandbox.
+pub const SANDBOX_WORKDIR: &str = "/workspace";
+
+/// Resource limits applied to one sandbox.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    pub memory_bytes: u64,
+    pub pids: u32,
+    pub cpus: Option<String>,
+    /// `uid:gid` inside the sandbox.
+    pub user: String,
+    /// Size of the `/tmp` and `/workspace` tmpfs, in bytes.
+    pub tmpfs_bytes: u64,
+    /// CPU seconds a bubblewrap sandbox may use over its life (RLIMIT_CPU).
+    pub cpu_seconds: u64,
+}
+
+/// Everything needed to start one sandbox.
+#[derive(Debug, Clone)]
+pub struct LaunchSpec {
+    pub limits: Limits,
+    pub mounts: Vec<Mount>,
+    /// Host directory of saved tools, mounted read-write at [`SANDBOX_TOOLS_DIR`].
+    pub tools_dir: Option<PathBuf>,
+    /// Identifies this bridge process in container labels and names.
+    pub instance: String,
+    /// Unique name of this sandbox.
+    pub name: String,
+}
+
+/// A configured, usable sandbox backend.
+#[derive(Debug, Clone)]
+pub enum Backend {
+    Oci(OciBackend),
+    Bubblewrap(BwrapBackend),
+}
+
+/// Why a sandbox could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    #[error("no sandbox runtime found: install podman (or docker) or bubblewrap; codemode never runs code outside a sandbox")]
+    NoneFound,
+    #[error("the {runtime} runtime was requested but `{binary}` is not installed or not on PATH")]
+    Missing { runtime: &'static str, binary: &'static str },
+    #[error("guest binary {0} not found: build it (`cargo build --release -p codemode-guest`) or pass --guest PATH")]
+    GuestMissing(PathBuf),
+    #[error("failed to start {what}: {source}")]
+    Spawn {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl Backend {
+    /// Short name for logs and `doctor`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Backend::Oci(oci) => oci.engine.name(),
+            Backend::Bubblewrap(_) => "bubblewrap",
+        }
+    }
+
+    /// Starts a sandbox running the guest, stdin/stdout piped for frames.
+    pub fn launch(&self, spec: &LaunchSpec) -> Result<SandboxProcess, RuntimeError> {
+        match self {
+            Backend::Oci(oci) => oci.launch(spec),
+            Backend::Bubblewrap(bw) => bw.launch(spec),
+        }
+    }
+}

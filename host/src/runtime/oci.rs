@@ -1,0 +1,173 @@
+//! podman and docker: one backend, the differences between the two CLIs
+//! handled here. Every container gets the hardening flags, a label naming
+//! the bridge instance, and is removed when its owner goes away.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use tokio::process::Command;
+
+use super::{LaunchSpec, RuntimeError, SandboxProcess, SANDBOX_TOOLS_DIR, SANDBOX_WORKDIR};
+use crate::settings::Settings;
+
+/// Label carrying `<pid>` of the bridge that owns a container.
+pub const OWNER_LABEL: &str = "io.codemode.owner-pid";
+/// Label carrying the bridge instance id.
+pub const INSTANCE_LABEL: &str = "io.codemode.instance";
+
+/// File descriptors a sandbox may open; kept at or below the hard limit of
+/// common hosts (podman's default exceeds it on some and fails to start).
+const NOFILE_LIMIT: u32 = 1024;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OciEngine {
+    Podman,
+    Docker,
+}
+
+impl OciEngine {
+    pub fn name(self) -> &'static str {
+        match self {
+            OciEngine::Podman => "podman",
+            OciEngine::Docker => "docker",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct OciBackend {
+    pub engine: OciEngine,
+    pub binary: PathBuf,
+    pub image: String,
+    /// `--runtime` for podman (runc/crun), if any.
+    pub oci_runtime: Option<String>,
+}
+
+impl OciBackend {
+    pub fn new(engine: OciEngine, binary: PathBuf, settings: &Settings) -> Self {
+        let oci_runtime = match (&settings.oci_runtime, engine) {
+            (Some(r), _) if !r.is_empty() && r != "auto" => Some(r.clone()),
+            (_, OciEngine::Podman) => default_podman_runtime(),
+            _ => None,
+        };
+        Self {
+            engine,
+            binary,
+            image: settings
+                .image
+                .clone()
+                .unwrap_or_else(|| crate::image::image_tag(crate::image::Variant::Default)),
+            oci_runtime,
+        }
+    }
+
+    /// Global flags placed before the subcommand.
+    pub fn global_args(&self) -> Vec<String> {
+        match (&self.oci_runtime, self.engine) {
+            (Some(rt), OciEngine::Podman) => vec!["--runtime".into(), rt.clone()],
+            _ => Vec::new(),
+        }
+    }
+
+    /// The full `run` argument list (everything after the binary).
+    pub fn run_args(&self, spec: &LaunchSpec) -> Vec<String> {
+        let l = &spec.limits;
+        let mut a = self.global_args();
+        a.extend(
+            [
+                "run", "--rm", "-i", "--network", "none", "--read-only", "--cap-drop", "ALL",
+                "--security-opt", "no-new-privileges",
+            ]
+            .map(String::from),
+        );
+        a.extend(["--name".into(), spec.name.clone()]);
+        a.extend(["--label".into(), format!("{INSTANCE_LABEL}={}", spec.instance)]);
+        a.extend(["--label".into(), format!("{OWNER_LABEL}={}", std::process::id())]);
+        a.extend(["--user".into(), l.user.clone()]);
+        a.extend(["--memory".into(), l.memory_bytes.to_string()]);
+        // Without swap the memory limit is the real limit.
+        a.extend(["--memory-swap".into(), l.memory_bytes.to_string()]);
+        a.extend(["--pids-limit".into(), l.pids.to_string()]);
+        if let Some(cpus) = &l.cpus {
+            a.extend(["--cpus".into(), cpus.clone()]);
+        }
+        let tmpfs = |path: &str| format!("{path}:rw,noexec,nosuid,nodev,size={},mode=1777", l.tmpfs_bytes);
+        a.extend(["--tmpfs".into(), tmpfs("/tmp")]);
+        a.extend(["--tmpfs".into(), tmpfs(SANDBOX_WORKDIR)]);
+        a.extend(["--ulimit".into(), format!("nofile={NOFILE_LIMIT}:{NOFILE_LIMIT}")]);
+        a.extend(["--ulimit".into(), format!("nproc={0}:{0}", l.pids.max(64) * 8)]);
+        a.extend(["--workdir".into(), SANDBOX_WORKDIR.into()]);
+        a.extend(["--env".into(), "HOME=/tmp".into()]);
+        if let Some(tools) = &spec.tools_dir {
+            a.extend(["--volume".into(), format!("{}:{SANDBOX_TOOLS_DIR}:rw,Z", tools.display())]);
+        }
+        for m in &spec.mounts {
+            let mode = if m.writable { "rw" } else { "ro" };
+            a.extend(["--volume".into(), format!("{}:{}:{mode}", m.host.display(), m.sandbox.display())]);
+        }
+        a.push(self.image.clone());
+        a
+    }
+
+    pub fn launch(&self, spec: &LaunchSpec) -> Result<SandboxProcess, RuntimeError> {
+        let mut cmd = Command::new(&self.binary);
+        cmd.args(self.run_args(spec));
+        SandboxProcess::spawn(cmd, spec.name.clone(), Some((self.binary.clone(), spec.name.clone())))
+    }
+}
+
+/// crun refuses cgroup v1 "hybrid" hosts ("cgroups in hybrid mode not
+/// supported"); runc works there. Elsewhere podman's own default is kept.
+fn default_podman_runtime() -> Option<String> {
+    let hybrid = Path::new("/sys/fs/cgroup/unified").exists()
+        || !Path::new("/sys/fs/cgroup/cgroup.controllers").exists();
+    if hybrid && super::detect::which("runc").is_some() {
+        Some("runc".into())
+    } else {
+        None
+    }
+}
+
+/// Removes containers left behind by bridges that are gone (crashed or
+/// killed before they could clean up). Returns how many were removed.
+pub async fn sweep_stale_containers(backend: &OciBackend) -> usize {
+    let mut cmd = Command::new(&backend.binary);
+    cmd.args(backend.global_args());
+    cmd.args(["ps", "-a", "--filter", &format!("label={OWNER_LABEL}"), "--format"]);
+    cmd.arg(format!("{{{{.Names}}}} {{{{.Label \"{OWNER_LABEL}\"}}}}"));
+    cmd.stdin(Stdio::null()).stderr(Stdio::null());
+    let Ok(out) = cmd.output().await else { return 0 };
+    let mut removed = 0;
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let mut parts = line.split_whitespace();
+        let (Some(name), Some(pid)) = (parts.next(), parts.next()) else { continue };
+        let alive = pid
+            .parse::<u32>()
+            .ok()
+            .map(|p| p == std::process::id() || bridge_alive(p))
+            .unwrap_or(false);
+        if alive {
+            continue;
+        }
+        let status = Command::new(&backend.binary)
+            .args(backend.global_args())
+            .args(["rm", "-f", "-t", "0", name])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .await;
+        if status.map(|s| s.success()).unwrap_or(false) {
+            tracing::info!(container = name, owner_pid = pid, "removed container left by a bridge that is gone");
+            removed += 1;
+        }
+    }
+    removed
+}
+
+/// A pid belongs to a live codemode bridge (not a recycled pid).
+fn bridge_alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .map(|comm| comm.trim().starts_with("codemode"))
+        .unwrap_or(false)
+}

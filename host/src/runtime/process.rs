@@ -1,0 +1,131 @@
+//! A started sandbox process: its own process group, piped stdin/stdout for
+//! frames, stderr forwarded to tracing, and a `Drop` that kills the group
+//! (and removes the container) so no sandbox outlives its owner.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+
+use super::RuntimeError;
+
+/// How long a sandbox gets to exit after its channel closes before SIGTERM,
+/// and again before SIGKILL: the guest flushes and exits at once on EOF, so
+/// anything slower is stuck.
+const EXIT_GRACE: Duration = Duration::from_millis(1500);
+
+/// A running sandbox process.
+#[derive(Debug)]
+pub struct SandboxProcess {
+    child: Option<Child>,
+    pgid: Option<i32>,
+    pub stdin: Option<ChildStdin>,
+    pub stdout: Option<ChildStdout>,
+    /// For container backends: the engine and container name to remove.
+    container: Option<(PathBuf, String)>,
+    pub name: String,
+}
+
+impl SandboxProcess {
+    /// Spawns `cmd` in a new process group with piped stdio.
+    pub(super) fn spawn(
+        mut cmd: Command,
+        name: String,
+        container: Option<(PathBuf, String)>,
+    ) -> Result<Self, RuntimeError> {
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        let mut child = cmd.spawn().map_err(|source| RuntimeError::Spawn {
+            what: format!("sandbox {name}"),
+            source,
+        })?;
+        let pgid = child.id().and_then(|id| i32::try_from(id).ok());
+        if let Some(stderr) = child.stderr.take() {
+            let tag = name.clone();
+            tokio::spawn(async move {
+                let mut lines = BufReader::new(stderr).lines();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    tracing::warn!(sandbox = %tag, "{line}");
+                }
+            });
+        }
+        Ok(Self {
+            stdin: child.stdin.take(),
+            stdout: child.stdout.take(),
+            child: Some(child),
+            pgid,
+            container,
+            name,
+        })
+    }
+
+    /// Escalating shutdown: close stdin (the guest exits on EOF), wait,
+    /// SIGTERM the group, wait, SIGKILL the group; then remove the container.
+    pub async fn shutdown(mut self) {
+        self.stdin.take();
+        if let Some(mut child) = self.child.take() {
+            let exited = tokio::time::timeout(EXIT_GRACE, child.wait()).await.is_ok();
+            if !exited {
+                signal_group(self.pgid, libc::SIGTERM);
+                if tokio::time::timeout(EXIT_GRACE, child.wait()).await.is_err() {
+                    signal_group(self.pgid, libc::SIGKILL);
+                    let _ = child.wait().await;
+                }
+            }
+            self.pgid = None;
+        }
+        if let Some((engine, name)) = self.container.take() {
+            let _ = Command::new(engine)
+                .args(["rm", "-f", "-t", "0", &name])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .await;
+        }
+    }
+
+    /// Kills at once (used when the guest misbehaves).
+    pub fn kill_now(&mut self) {
+        signal_group(self.pgid, libc::SIGKILL);
+    }
+
+    /// Whether the process has exited (non-blocking).
+    pub fn has_exited(&mut self) -> bool {
+        match self.child.as_mut() {
+            Some(child) => !matches!(child.try_wait(), Ok(None)),
+            None => true,
+        }
+    }
+}
+
+impl Drop for SandboxProcess {
+    fn drop(&mut self) {
+        signal_group(self.pgid, libc::SIGKILL);
+        if let Some((engine, name)) = self.container.take() {
+            // Killing the podman client does not stop the container under
+            // conmon, so remove it explicitly; detached, as Drop cannot wait.
+            let _ = std::process::Command::new(engine)
+                .args(["rm", "-f", "-t", "0", &name])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn();
+        }
+    }
+}
+
+fn signal_group(pgid: Option<i32>, signal: i32) {
+    if let Some(pgid) = pgid.filter(|p| *p > 1) {
+        // SAFETY: killpg only sends a signal; the group id came from a child
+        // we spawned with process_group(0), so it names that child's group.
+        unsafe {
+            libc::killpg(pgid, signal);
+        }
+    }
+}

@@ -1,0 +1,264 @@
+//! Running one cell: send Execute, then serve the guest's frames until its
+//! Finished frame — streaming output, answering RPCs concurrently (bounded),
+//! forwarding cancellation, and killing a guest that overruns its deadline.
+
+use std::collections::{HashSet, VecDeque};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use codemode_proto::v1::{
+    guest_message, host_message, rpc_request, rpc_response, Cancel, ErrorKind, Execute, GuestMessage,
+    LogLevel, PyError, RichOutput, RpcError, RpcRequest, RpcResponse, Status, Stream,
+};
+use futures::stream::FuturesUnordered;
+use futures::StreamExt;
+use tokio_util::sync::CancellationToken;
+
+use super::output::{CappedStream, OutputListener};
+use super::{Sandbox, SandboxError};
+
+/// After the cell's own timeout the guest interrupts it itself; this is how
+/// much longer the host waits for Finished before killing the sandbox
+/// (covers C code that ignores KeyboardInterrupt).
+const KILL_GRACE: Duration = Duration::from_secs(3);
+/// After a cancel request, how long the guest gets to stop the cell.
+const CANCEL_GRACE: Duration = Duration::from_secs(3);
+/// RPCs answered concurrently; more wait in a queue.
+const MAX_INFLIGHT_RPCS: usize = 64;
+/// RPCs of any kind one cell may send (discovery calls included); tool
+/// calls have their own, smaller, configurable budget.
+const MAX_RPCS_PER_CELL: u32 = 10_000;
+
+pub type RpcFuture = Pin<Box<dyn Future<Output = Result<String, RpcError>> + Send>>;
+
+/// Answers the guest's RPCs; the session's policy lives behind it.
+pub trait RpcHandler: Send + Sync {
+    fn call(&self, call: rpc_request::Call) -> RpcFuture;
+}
+
+/// What to run.
+pub struct CellRequest<'a> {
+    pub code: String,
+    pub timeout: Duration,
+    pub max_output_bytes: usize,
+    pub call_budget: u32,
+    pub handler: Arc<dyn RpcHandler>,
+    pub listener: &'a mut dyn OutputListener,
+    pub cancel: CancellationToken,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CellStatus {
+    Success,
+    Error,
+    Timeout,
+    Cancelled,
+}
+
+impl CellStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CellStatus::Success => "success",
+            CellStatus::Error => "error",
+            CellStatus::Timeout => "timeout",
+            CellStatus::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// The outcome of one cell.
+#[derive(Debug)]
+pub struct CellResult {
+    pub status: CellStatus,
+    pub stdout: CappedStream,
+    pub stderr: CappedStream,
+    pub error: Option<PyError>,
+    pub duration: Duration,
+    pub rich: Vec<RichOutput>,
+    pub tool_calls: u32,
+    /// Set when the sandbox had to be killed: its state is gone.
+    pub sandbox_lost: Option<String>,
+}
+
+pub(super) fn kind_name(msg: &GuestMessage) -> &'static str {
+    match &msg.kind {
+        Some(guest_message::Kind::Ready(_)) => "Ready",
+        Some(guest_message::Kind::Output(_)) => "Output",
+        Some(guest_message::Kind::RpcRequest(_)) => "RpcRequest",
+        Some(guest_message::Kind::Finished(_)) => "Finished",
+        Some(guest_message::Kind::Log(_)) => "Log",
+        Some(guest_message::Kind::ProtocolError(_)) => "ProtocolError",
+        None => "an empty message",
+    }
+}
+
+fn rpc_error(kind: ErrorKind, message: impl Into<String>) -> RpcError {
+    RpcError {
+        kind: kind as i32,
+        message: message.into(),
+    }
+}
+
+impl Sandbox {
+    /// Runs one cell. `Err` means the sandbox is unusable (the caller drops
+    /// it); a timeout that needed a kill is `Ok` with `sandbox_lost` set.
+    pub async fn run_cell(&mut self, req: CellRequest<'_>) -> Result<CellResult, SandboxError> {
+        let id = self.next_execution;
+        self.next_execution += 1;
+        let started = Instant::now();
+        let timeout_ms = u64::try_from(req.timeout.as_millis()).unwrap_or(u64::MAX);
+        self.send(host_message::Kind::Execute(Execute {
+            id,
+            code: req.code,
+            timeout_ms,
+        }))
+        .await?;
+
+        let mut result = CellResult {
+            status: CellStatus::Error,
+            stdout: CappedStream::new(req.max_output_bytes),
+            stderr: CappedStream::new(req.max_output_bytes),
+            error: None,
+            duration: Duration::ZERO,
+            rich: Vec::new(),
+            tool_calls: 0,
+            sandbox_lost: None,
+        };
+        let hard_deadline = tokio::time::Instant::now() + req.timeout + KILL_GRACE;
+        let mut cancel_deadline: Option<tokio::time::Instant> = None;
+        let mut inflight: FuturesUnordered<Pin<Box<dyn Future<Output = (u64, Result<String, RpcError>)> + Send>>> =
+            FuturesUnordered::new();
+        let mut inflight_ids: HashSet<u64> = HashSet::new();
+        let mut queued: VecDeque<(u64, rpc_request::Call)> = VecDeque::new();
+        let mut rpcs: u32 = 0;
+
+        loop {
+            let deadline = cancel_deadline.map_or(hard_deadline, |c| c.min(hard_deadline));
+            tokio::select! {
+                frame = self.reader.next() => {
+                    let msg = match frame {
+                        None => return Err(SandboxError::Exited { during: "a cell" }),
+                        Some(Err(e)) => return Err(e.into()),
+                        Some(Ok(msg)) => msg,
+                    };
+                    match msg.kind {
+                        Some(guest_message::Kind::Output(out)) => {
+                            if out.execution_id != id {
+                                return Err(SandboxError::Protocol(format!(
+                                    "Output for execution {} while {id} runs", out.execution_id)));
+                            }
+                            let stream = Stream::try_from(out.stream).unwrap_or(Stream::Stdout);
+                            match stream {
+                                Stream::Stderr => result.stderr.push(&out.data),
+                                _ => result.stdout.push(&out.data),
+                            }
+                            req.listener.chunk(stream, &out.data);
+                        }
+                        Some(guest_message::Kind::RpcRequest(RpcRequest { id: rpc_id, execution_id, call })) => {
+                            if execution_id != id {
+                                return Err(SandboxError::Protocol(format!(
+                                    "RpcRequest for execution {execution_id} while {id} runs")));
+                            }
+                            if inflight_ids.contains(&rpc_id) || queued.iter().any(|(q, _)| *q == rpc_id) {
+                                return Err(SandboxError::Protocol(format!("RpcRequest id {rpc_id} reused while in flight")));
+                            }
+                            rpcs += 1;
+                            let immediate = match call {
+                                None => Some(rpc_error(ErrorKind::InvalidArguments, "RpcRequest without a call")),
+                                Some(_) if rpcs > MAX_RPCS_PER_CELL => Some(rpc_error(
+                                    ErrorKind::BudgetExceeded,
+                                    format!("this cell sent more than {MAX_RPCS_PER_CELL} requests"))),
+                                Some(rpc_request::Call::CallTool(_)) if result.tool_calls >= req.call_budget => Some(rpc_error(
+                                    ErrorKind::BudgetExceeded,
+                                    format!("tool-call budget of {} calls per cell used up", req.call_budget))),
+                                Some(c) => {
+                                    if matches!(c, rpc_request::Call::CallTool(_)) {
+                                        result.tool_calls += 1;
+                                    }
+                                    queued.push_back((rpc_id, c));
+                                    None
+                                }
+                            };
+                            if let Some(err) = immediate {
+                                self.respond(rpc_id, Err(err)).await?;
+                            }
+                            while inflight.len() < MAX_INFLIGHT_RPCS {
+                                let Some((qid, qcall)) = queued.pop_front() else { break };
+                                inflight_ids.insert(qid);
+                                let fut = req.handler.call(qcall);
+                                inflight.push(Box::pin(async move { (qid, fut.await) }));
+                            }
+                        }
+                        Some(guest_message::Kind::Finished(done)) => {
+                            if done.id != id {
+                                return Err(SandboxError::Protocol(format!(
+                                    "Finished for execution {} while {id} runs", done.id)));
+                            }
+                            result.status = match Status::try_from(done.status) {
+                                Ok(Status::Success) => CellStatus::Success,
+                                Ok(Status::Timeout) => CellStatus::Timeout,
+                                Ok(Status::Cancelled) => CellStatus::Cancelled,
+                                _ => CellStatus::Error,
+                            };
+                            result.error = done.error;
+                            result.rich = done.rich;
+                            result.duration = started.elapsed();
+                            return Ok(result);
+                        }
+                        Some(guest_message::Kind::Log(log)) => {
+                            let level = LogLevel::try_from(log.level).unwrap_or(LogLevel::Info);
+                            let text: String = log.message.chars().take(2000).collect();
+                            match level {
+                                LogLevel::Error | LogLevel::Warn => tracing::warn!(sandbox = %self.process.name, "guest: {text}"),
+                                _ => tracing::debug!(sandbox = %self.process.name, "guest: {text}"),
+                            }
+                        }
+                        Some(guest_message::Kind::ProtocolError(e)) => return Err(SandboxError::GuestRefused(e.message)),
+                        other => {
+                            return Err(SandboxError::Protocol(format!(
+                                "unexpected {} during a cell", kind_name(&GuestMessage { kind: other }))))
+                        }
+                    }
+                }
+                Some((rpc_id, answer)) = inflight.next(), if !inflight.is_empty() => {
+                    inflight_ids.remove(&rpc_id);
+                    self.respond(rpc_id, answer).await?;
+                    if let Some((qid, qcall)) = queued.pop_front() {
+                        inflight_ids.insert(qid);
+                        let fut = req.handler.call(qcall);
+                        inflight.push(Box::pin(async move { (qid, fut.await) }));
+                    }
+                }
+                _ = req.cancel.cancelled(), if cancel_deadline.is_none() => {
+                    self.send(host_message::Kind::Cancel(Cancel { id })).await?;
+                    cancel_deadline = Some(tokio::time::Instant::now() + CANCEL_GRACE);
+                }
+                _ = tokio::time::sleep_until(deadline) => {
+                    self.process.kill_now();
+                    let cancelled = cancel_deadline.is_some();
+                    result.status = if cancelled { CellStatus::Cancelled } else { CellStatus::Timeout };
+                    result.duration = started.elapsed();
+                    result.sandbox_lost = Some(format!(
+                        "the cell ignored the interrupt, so its sandbox was killed after {:.1}s; \
+                         variables and imports from earlier calls are gone",
+                        result.duration.as_secs_f64()));
+                    return Ok(result);
+                }
+            }
+        }
+    }
+
+    async fn respond(&mut self, id: u64, answer: Result<String, RpcError>) -> Result<(), SandboxError> {
+        let result = match answer {
+            Ok(json) => rpc_response::Result::OkJson(json),
+            Err(e) => rpc_response::Result::Error(e),
+        };
+        self.send(host_message::Kind::RpcResponse(RpcResponse {
+            id,
+            result: Some(result),
+        }))
+        .await
+    }
+}

@@ -1,0 +1,217 @@
+//! The MCP server a client launches: one tool, `run_python`, a capability
+//! resource with the sandbox manual, and the mapping of MCP progress and
+//! cancellation onto cells. All bridge logic lives in [`crate::bridge`].
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use codemode_proto::v1::Stream;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ServerCapabilities,
+    ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::bridge::{Bridge, RunOutcome, RunRequest, RunStatus};
+use crate::render::render;
+use crate::sandbox::OutputListener;
+
+pub const MANUAL: &str = include_str!("manual.md");
+pub const MANUAL_URI: &str = "resource://codemode/manual";
+pub const TOOL_NAME: &str = "run_python";
+
+const INSTRUCTIONS: &str = "codemode runs Python in a persistent, network-less sandbox with one tool, run_python. \
+Configured MCP servers become Python modules: pass servers=[...] to load them, then `await mcp_<alias>.<tool>(...)`. \
+Discover with runtime.discovered_servers(detailed=True) and runtime.search_tool_docs('query'); \
+print(runtime.capability_summary()) or read resource://codemode/manual for the full manual.";
+
+static CONNECTIONS: AtomicU64 = AtomicU64::new(1);
+
+/// One client connection.
+#[derive(Clone)]
+pub struct CodemodeServer {
+    bridge: Arc<Bridge>,
+    connection: u64,
+}
+
+impl CodemodeServer {
+    pub fn new(bridge: Arc<Bridge>) -> Self {
+        Self { bridge, connection: CONNECTIONS.fetch_add(1, Ordering::SeqCst) }
+    }
+}
+
+pub fn tool_definition(max_timeout: u64, default_timeout: u64) -> Tool {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "code": {"type": "string", "description": "Python to run. Top-level await works; state persists between calls."},
+            "servers": {"type": "array", "items": {"type": "string"}, "description": "MCP servers to load as mcp_<alias> modules (see runtime.discovered_servers())."},
+            "timeout": {"type": "integer", "minimum": 1, "maximum": max_timeout, "default": default_timeout, "description": "Seconds before the cell is interrupted."},
+            "session": {"type": "string", "description": "Session name; calls with the same name share state (default: one per connection)."}
+        },
+        "required": ["code"]
+    });
+    let schema = match schema {
+        Value::Object(m) => m,
+        _ => serde_json::Map::new(),
+    };
+    Tool::new(
+        TOOL_NAME,
+        "Run Python in a persistent sandbox (like a notebook) where configured MCP servers are Python modules. \
+         Prefer one cell that discovers, calls and combines tools over many calls.",
+        Arc::new(schema),
+    )
+}
+
+/// Parses `run_python` arguments; `Err` is a validation message.
+pub fn parse_arguments(args: Option<&serde_json::Map<String, Value>>, default_session: &str) -> Result<RunRequest, String> {
+    let empty = serde_json::Map::new();
+    let args = args.unwrap_or(&empty);
+    if let Some(unknown) = args.keys().find(|k| !["code", "servers", "timeout", "session"].contains(&k.as_str())) {
+        return Err(format!("unknown argument {unknown:?}; expected code, servers, timeout, session"));
+    }
+    let code = match args.get("code") {
+        Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
+        Some(Value::String(_)) | None => return Err("missing 'code': expected a non-empty string of Python".into()),
+        Some(other) => return Err(format!("'code' must be a string, got {other}")),
+    };
+    let servers = match args.get("servers") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|v| v.as_str().map(str::to_string).ok_or_else(|| format!("'servers' must be a list of names, got item {v}")))
+            .collect::<Result<_, _>>()?,
+        Some(Value::String(s)) => s.split(',').map(|x| x.trim().to_string()).filter(|x| !x.is_empty()).collect(),
+        Some(other) => return Err(format!("'servers' must be a list of names, got {other}")),
+    };
+    let timeout = match args.get("timeout") {
+        None | Some(Value::Null) => None,
+        Some(Value::Number(n)) => match n.as_f64() {
+            Some(f) if f >= 1.0 && f.is_finite() => Some(f.ceil() as u64),
+            _ => return Err(format!("'timeout' must be a positive number of seconds, got {n}")),
+        },
+        Some(other) => return Err(format!("'timeout' must be an integer number of seconds, got {other}")),
+    };
+    let session = match args.get("session") {
+        None | Some(Value::Null) => default_session.to_string(),
+        Some(Value::String(s)) if !s.is_empty() && s.len() <= 128 => s.clone(),
+        Some(other) => return Err(format!("'session' must be a short non-empty string, got {other}")),
+    };
+    Ok(RunRequest { code, servers, timeout, session })
+}
+
+/// Streams cell output as MCP progress notifications.
+struct ProgressListener {
+    tx: tokio::sync::mpsc::UnboundedSender<String>,
+}
+
+impl OutputListener for ProgressListener {
+    fn chunk(&mut self, stream: Stream, data: &[u8]) {
+        let text = String::from_utf8_lossy(data);
+        let msg = if stream == Stream::Stderr { format!("stderr: {text}") } else { text.into_owned() };
+        let _ = self.tx.send(msg);
+    }
+}
+
+impl ServerHandler for CodemodeServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_resources().build())
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let s = &self.bridge.settings;
+        Ok(ListToolsResult::with_all_items(vec![tool_definition(s.max_timeout, s.timeout)]))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let mode = self.bridge.settings.output_mode;
+        if request.name != TOOL_NAME {
+            let out = RunOutcome::failed(RunStatus::ValidationError, format!("unknown tool {:?}; the only tool is {TOOL_NAME}", request.name), vec![]);
+            return Ok(render(&out, mode).into());
+        }
+        let default_session = format!("connection-{}", self.connection);
+        let req = match parse_arguments(request.arguments.as_ref(), &default_session) {
+            Ok(r) => r,
+            Err(msg) => return Ok(render(&RunOutcome::failed(RunStatus::ValidationError, msg, vec![]), mode).into()),
+        };
+        let cancel = CancellationToken::new();
+        let ct = context.ct.clone();
+        let cancel_on = cancel.clone();
+        let watcher = tokio::spawn(async move {
+            ct.cancelled().await;
+            cancel_on.cancel();
+        });
+        let result = match context.meta.get_progress_token() {
+            Some(token) => {
+                let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+                let peer = context.peer.clone();
+                let forward = tokio::spawn(async move {
+                    let mut n = 0u64;
+                    while let Some(message) = rx.recv().await {
+                        n += 1;
+                        let mut p = ProgressNotificationParam::new(token.clone(), n as f64);
+                        p.message = Some(message);
+                        if peer.notify_progress(p).await.is_err() {
+                            break;
+                        }
+                    }
+                });
+                let mut listener = ProgressListener { tx };
+                let out = self.bridge.run(req, &mut listener, cancel).await;
+                drop(listener);
+                let _ = forward.await;
+                out
+            }
+            None => self.bridge.run(req, &mut crate::sandbox::NoListener, cancel).await,
+        };
+        watcher.abort();
+        Ok(render(&result, mode).into())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        let resource: Resource = serde_json::from_value(json!({
+            "uri": MANUAL_URI,
+            "name": "codemode-manual",
+            "title": "codemode sandbox manual",
+            "description": "How to discover, call and combine MCP tools from Python inside the sandbox.",
+            "mimeType": "text/markdown",
+            "size": MANUAL.len(),
+        }))
+        .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        Ok(ListResourcesResult::with_all_items(vec![resource]))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        if request.uri != MANUAL_URI {
+            return Err(McpError::invalid_params(format!("unknown resource {:?}; the only resource is {MANUAL_URI}", request.uri), None));
+        }
+        let mut contents = ResourceContents::text(MANUAL, MANUAL_URI);
+        if let ResourceContents::TextResourceContents { mime_type, .. } = &mut contents {
+            *mime_type = Some("text/markdown".into());
+        }
+        Ok(ReadResourceResult::new(vec![contents]).into())
+    }
+}
+
