@@ -1,1 +1,28 @@
+//! Integration tests for codemode: one binary, one module per behaviour.
+//! Each end-to-end test runs against both sandbox backends (bubblewrap and
+//! podman, via `per_runtime!`), with real MCP servers.
 
+mod common;
+
+mod cleanup;
+mod clients;
+mod e2e;
+mod raw_protocol;
+mod security;
+
+/// Expands one async test body `fn(runtime)` into a test per backend.
+#[macro_export]
+macro_rules! per_runtime {
+    ($name:ident) => {
+        mod $name {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn bubblewrap() {
+                super::$name("bubblewrap").await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn podman() {
+                super::$name("podman").await
+            }
+        }
+    };
+}

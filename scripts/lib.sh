@@ -1,0 +1,111 @@
+# Shared setup for scripts/demo.sh and scripts/test.sh: installs what codemode
+# needs on a Debian 12 machine, idempotently (a second run does no work).
+# Sourced, not executed.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+LOCAL="$ROOT/.codemode"
+NODE_DIR="$LOCAL/node"
+VENV="$LOCAL/venv"
+BIN="$ROOT/target/release"
+
+# Versions of the third-party MCP servers and clients the demo and tests use.
+NPM_PACKAGES=(
+  "@modelcontextprotocol/server-everything@2026.8.31"
+  "@modelcontextprotocol/server-filesystem@2026.8.31"
+  "@modelcontextprotocol/server-memory@2026.8.31"
+  "@modelcontextprotocol/inspector@0.15.0"
+)
+PIP_PACKAGES=("mcp-server-time==2026.10.19" "mcp==2.3.0")
+APT_PACKAGES=(podman runc bubblewrap uidmap slirp4netns fuse-overlayfs libpython3.11-dev python3.11 python3.11-venv)
+
+log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+
+as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else
+    echo "need root to run: $*" >&2; return 1; fi
+}
+
+install_apt() {
+  local missing=()
+  for p in "${APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  command -v node >/dev/null || missing+=(nodejs npm)
+  command -v cargo >/dev/null || { echo "cargo not found: install Rust (rustup) first" >&2; return 1; }
+  if [ ${#missing[@]} -gt 0 ]; then
+    log "apt: installing ${missing[*]}"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  fi
+}
+
+install_servers() {
+  local stamp="$NODE_DIR/.installed" want
+  want="$(printf '%s\n' "${NPM_PACKAGES[@]}")"
+  if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+    log "npm: installing MCP servers and the Inspector into $NODE_DIR"
+    mkdir -p "$NODE_DIR"
+    (cd "$NODE_DIR" && [ -f package.json ] || echo '{"private":true}' > "$NODE_DIR/package.json")
+    npm install --prefix "$NODE_DIR" --no-audit --no-fund --loglevel=error "${NPM_PACKAGES[@]}" >&2
+    echo "$want" > "$stamp"
+  fi
+  local pstamp="$VENV/.installed"
+  want="$(printf '%s\n' "${PIP_PACKAGES[@]}")"
+  if [ ! -f "$pstamp" ] || [ "$(cat "$pstamp")" != "$want" ]; then
+    log "pip: installing ${PIP_PACKAGES[*]} into $VENV"
+    /usr/bin/python3.11 -m venv "$VENV"
+    "$VENV/bin/pip" install -q --disable-pip-version-check "${PIP_PACKAGES[@]}" >&2
+    echo "$want" > "$pstamp"
+  fi
+}
+
+build_release() {
+  log "cargo: building codemode and codemode-guest (release)"
+  (cd "$ROOT" && cargo build --release --locked -p codemode -p codemode-guest)
+}
+
+build_image() {
+  local tag
+  tag="$("$BIN/codemode" image tag 2>/dev/null || true)"
+  if [ -n "$tag" ] && podman image exists "$tag" 2>/dev/null && [ "$(podman image inspect "$tag" --format '{{index .Labels "io.codemode.guest-sha256"}}' 2>/dev/null)" = "$(sha256sum "$BIN/codemode-guest" | cut -d' ' -f1)" ]; then
+    return 0
+  fi
+  log "image: building the sandbox image offline"
+  "$BIN/codemode" image build
+}
+
+# Writes the example servers config pointing at real third-party servers.
+write_demo_config() {
+  mkdir -p "$LOCAL"
+  cat > "$LOCAL/servers.json" <<JSON
+{
+  "mcpServers": {
+    "everything": {
+      "command": "node",
+      "args": ["$NODE_DIR/node_modules/@modelcontextprotocol/server-everything/dist/index.js", "stdio"],
+      "description": "MCP reference server: echo, add, long-running operations, images"
+    },
+    "time": {
+      "command": "$VENV/bin/mcp-server-time",
+      "args": ["--local-timezone", "UTC"],
+      "description": "Current time and time-zone conversion"
+    },
+    "memory": {
+      "command": "node",
+      "args": ["$NODE_DIR/node_modules/@modelcontextprotocol/server-memory/dist/index.js"],
+      "env": {"MEMORY_FILE_PATH": "$LOCAL/memory.jsonl"},
+      "description": "A knowledge graph kept in a local file"
+    }
+  }
+}
+JSON
+}
+
+setup_all() {
+  install_apt
+  install_servers
+  build_release
+  build_image
+  write_demo_config
+}

@@ -1,0 +1,33 @@
+"""Drives `codemode serve` with the official MCP Python SDK (mcp on PyPI).
+
+Usage: python sdk_client.py CODEMODE_BINARY [ARGS...]
+Prints what the Rust test asserts on.
+"""
+import asyncio
+import sys
+
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+
+async def main() -> None:
+    params = StdioServerParameters(command=sys.argv[1], args=sys.argv[2:])
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            tools = await session.list_tools()
+            print("tools:", [t.name for t in tools.tools])
+            result = await session.call_tool(
+                "run_python",
+                {
+                    "code": "print(await mcp_everything.echo(message='from the python sdk'))",
+                    "servers": ["everything"],
+                },
+            )
+            print("isError:", result.isError)
+            for item in result.content:
+                print(getattr(item, "text", item))
+            print("structured:", result.structuredContent)
+
+
+asyncio.run(main())

@@ -1,0 +1,110 @@
+//! The sandbox checked from inside: no network (not even the host's
+//! loopback), read-only root, no capabilities, not root, no host files,
+//! memory and process limits that hold.
+
+use serde_json::json;
+
+use crate::common::{repo_root, Fixture};
+use crate::per_runtime;
+
+async fn sandbox_is_isolated(runtime: &str) {
+    // A listener on the host's loopback that the sandbox must not reach.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let checkout = repo_root().canonicalize().expect("checkout");
+    let fx = Fixture::new();
+    let c = fx.client(runtime, &[]).await;
+    let code = format!(
+        r#"
+import os, socket
+def attempt(f):
+    try:
+        f()
+        return "allowed"
+    except Exception as e:
+        return "denied:" + type(e).__name__
+print("loopback", attempt(lambda: socket.create_connection(("127.0.0.1", {port}), timeout=2)))
+print("dns", attempt(lambda: socket.getaddrinfo("example.com", 80)))
+print("root_write", attempt(lambda: open("/usr/evil", "w")))
+print("etc_write", attempt(lambda: open("/etc/evil", "w")))
+print("uid", os.getuid())
+status = open("/proc/self/status").read()
+print("capeff", [l.split()[1] for l in status.splitlines() if l.startswith("CapEff")][0])
+print("nonewprivs", [l.split()[1] for l in status.splitlines() if l.startswith("NoNewPrivs")][0])
+print("root_home", os.path.exists("/root/.bashrc") or os.path.exists("/root/.cargo"))
+print("checkout", os.path.exists("{checkout}/Cargo.toml"))
+print("tmp_write", attempt(lambda: open("/tmp/ok", "w").write("x")))
+ifaces = [n for _, n in socket.if_nameindex()]
+print("ifaces", ifaces)
+"#,
+        checkout = checkout.display()
+    );
+    let r = c.run(&code).await;
+    assert_eq!(r.status(), "success", "{r:?}");
+    let out = r.stdout();
+    let line = |key: &str| out.lines().find(|l| l.starts_with(&format!("{key} "))).unwrap_or("").to_string();
+    assert!(line("loopback").contains("denied"), "{out}");
+    assert!(line("dns").contains("denied"), "{out}");
+    assert!(line("root_write").contains("denied"), "{out}");
+    assert!(line("etc_write").contains("denied"), "{out}");
+    assert_ne!(line("uid"), "uid 0", "{out}");
+    assert_eq!(line("capeff"), "capeff 0000000000000000", "{out}");
+    assert_eq!(line("root_home"), "root_home False", "{out}");
+    assert_eq!(line("checkout"), "checkout False", "{out}");
+    assert_eq!(line("tmp_write"), "tmp_write allowed", "{out}");
+    assert!(!line("ifaces").contains("eth"), "only loopback inside: {out}");
+    drop(listener);
+    c.close().await;
+}
+per_runtime!(sandbox_is_isolated);
+
+async fn memory_limit_holds(runtime: &str) {
+    let fx = Fixture::new();
+    let c = fx.client(runtime, &["--memory", "256m"]).await;
+    c.run("keep = 1").await;
+    let r = c
+        .call(json!({"code": "blocks = []\nfor i in range(64):\n    blocks.append(bytearray(32 * 1024 * 1024))\nprint('allocated 2 GiB')", "timeout": 60}))
+        .await;
+    assert_ne!(r.status(), "success", "allocating 2 GiB under a 256 MiB limit must fail: {r:?}");
+    assert!(!r.stdout().contains("allocated 2 GiB"));
+    // The session answers afterwards (in a fresh sandbox if the old one was killed).
+    let r = c.run("print('alive')").await;
+    assert_eq!(r.stdout(), "alive\n", "{r:?}");
+    c.close().await;
+}
+per_runtime!(memory_limit_holds);
+
+async fn process_limit_holds(runtime: &str) {
+    let fx = Fixture::new();
+    let c = fx.client(runtime, &["--pids", "32"]).await;
+    let code = r#"
+import os, time
+kids = []
+err = None
+for i in range(200):
+    try:
+        pid = os.fork()
+    except OSError as e:
+        err = type(e).__name__
+        break
+    if pid == 0:
+        time.sleep(5)
+        os._exit(0)
+    kids.append(pid)
+print("forked", len(kids), "then", err)
+for k in kids:
+    os.kill(k, 9)
+    os.waitpid(k, 0)
+"#;
+    let r = c.call(json!({"code": code, "timeout": 60})).await;
+    assert_eq!(r.status(), "success", "{r:?}");
+    let forked: usize = r
+        .stdout()
+        .split_whitespace()
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(999);
+    assert!(forked < 40, "a 32-process limit must stop the fork loop: {}", r.stdout());
+    c.close().await;
+}
+per_runtime!(process_limit_holds);
