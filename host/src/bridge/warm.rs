@@ -101,7 +101,8 @@ impl WarmPool {
         }
     }
 
-    pub async fn len(&self) -> usize {
+    /// Sandboxes ready right now.
+    pub async fn ready_count(&self) -> usize {
         self.ready.lock().await.len()
     }
 

@@ -86,7 +86,7 @@ pub async fn servers(settings: &Settings, with_tools: bool) -> ExitCode {
         println!("{line}");
     }
     for s in &found.skipped {
-        eprintln!("skipped: {s:?}");
+        eprintln!("skipped: {s}");
     }
     pool.shutdown_all().await;
     if failed { ExitCode::from(1) } else { ExitCode::SUCCESS }

@@ -149,10 +149,9 @@ async fn run_once(settings: Settings, servers: Vec<String>, timeout: Option<u64>
     } else {
         code
     };
-    let warm = settings.warm_pool;
     let mut settings = settings;
     // A one-shot run needs no spare sandbox.
-    settings.warm_pool = warm.min(0);
+    settings.warm_pool = 0;
     let bridge = match crate::bridge::Bridge::new(settings).await {
         Ok(b) => b,
         Err(e) => return human::fail(&e.to_string()),

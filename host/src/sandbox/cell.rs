@@ -32,6 +32,8 @@ const MAX_INFLIGHT_RPCS: usize = 64;
 const MAX_RPCS_PER_CELL: u32 = 10_000;
 
 pub type RpcFuture = Pin<Box<dyn Future<Output = Result<String, RpcError>> + Send>>;
+/// An RPC in flight, tagged with its request id.
+type Tagged = Pin<Box<dyn Future<Output = (u64, Result<String, RpcError>)> + Send>>;
 
 /// Answers the guest's RPCs; the session's policy lives behind it.
 pub trait RpcHandler: Send + Sync {
@@ -128,8 +130,7 @@ impl Sandbox {
         };
         let hard_deadline = tokio::time::Instant::now() + req.timeout + KILL_GRACE;
         let mut cancel_deadline: Option<tokio::time::Instant> = None;
-        let mut inflight: FuturesUnordered<Pin<Box<dyn Future<Output = (u64, Result<String, RpcError>)> + Send>>> =
-            FuturesUnordered::new();
+        let mut inflight: FuturesUnordered<Tagged> = FuturesUnordered::new();
         let mut inflight_ids: HashSet<u64> = HashSet::new();
         let mut queued: VecDeque<(u64, rpc_request::Call)> = VecDeque::new();
         let mut rpcs: u32 = 0;
@@ -251,7 +252,17 @@ impl Sandbox {
     }
 
     async fn respond(&mut self, id: u64, answer: Result<String, RpcError>) -> Result<(), SandboxError> {
+        /// Room for the frame's own fields around the JSON payload.
+        const ENVELOPE: usize = 64;
         let result = match answer {
+            Ok(json) if json.len() + ENVELOPE > self.max_frame_bytes => rpc_response::Result::Error(rpc_error(
+                ErrorKind::ServerError,
+                format!(
+                    "the result is {} bytes, more than the {}-byte frame limit; ask the tool for less",
+                    json.len(),
+                    self.max_frame_bytes
+                ),
+            )),
             Ok(json) => rpc_response::Result::OkJson(json),
             Err(e) => rpc_response::Result::Error(e),
         };

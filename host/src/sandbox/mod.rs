@@ -56,6 +56,7 @@ pub struct Sandbox {
     pub ready: Ready,
     next_execution: u64,
     initialized: bool,
+    max_frame_bytes: usize,
 }
 
 impl std::fmt::Debug for Sandbox {
@@ -105,6 +106,7 @@ impl Sandbox {
             ready,
             next_execution: 1,
             initialized: false,
+            max_frame_bytes,
         })
     }
 
