@@ -1,0 +1,144 @@
+"""Running cells: compile, run under one task, report one Finished.
+
+A cell is compiled with top-level await allowed and runs inside its own
+task on the session's loop, so sync code and awaits behave the same and
+globals persist in ``__main__``. Interrupts (Cancel or the guest's timeout)
+arrive as SIGINT: the handler raises KeyboardInterrupt into the cell's own
+code when that code is running, and cancels the cell task when the loop is
+waiting; either way the cell reports CANCELLED or TIMEOUT, using the reason
+the Rust side recorded, and the session survives.
+"""
+
+import asyncio
+import ast
+import inspect
+import linecache
+import sys
+
+import _codemode
+import _codemode_tb
+
+_INTERRUPT_ERRORS = {
+    "timeout": ("TimeoutError", "execution timed out"),
+    "cancelled": ("CancelledError", "execution was cancelled"),
+}
+
+
+class Cell:
+    __slots__ = ("id", "code", "task", "in_user", "finished")
+
+    def __init__(self, cell_id, code):
+        self.id = cell_id
+        self.code = code
+        self.task = None
+        self.in_user = False
+        self.finished = False
+
+
+def _in_loop_machinery(frame):
+    """Whether the interrupted frame is asyncio waiting or guest code, as
+    opposed to a user callback that keeps the loop busy."""
+    if frame is None:
+        return True
+    filename = frame.f_code.co_filename
+    return (
+        filename.startswith("<codemode>/")
+        or filename.endswith("selectors.py")
+        or "/asyncio/" in filename
+    )
+
+
+class CellRunner:
+    def __init__(self, loop, namespace):
+        self.loop = loop
+        self.namespace = namespace
+        self.current = None
+        self.main_task = None
+        # Runs inside the first cell (saved tools load there, so their
+        # output and failures show in that cell, under its timeout).
+        self.before_first_cell = None
+
+    def start(self, cell_id, code):
+        cell = Cell(cell_id, code)
+        self.current = cell
+        cell.task = self.loop.create_task(self._run(cell))
+        cell.task.add_done_callback(lambda task: self._task_done(cell))
+
+    async def _run(self, cell):
+        early = _codemode.start_cell(cell.id)
+        if early is not None:
+            name, message = _INTERRUPT_ERRORS[early]
+            self._finish(cell, early, (name, message + " before it started", ""))
+            return
+        filename = f"<cell-{cell.id}>"
+        linecache.cache[filename] = (len(cell.code), None, cell.code.splitlines(True), filename)
+        error = None
+        try:
+            cell.in_user = True
+            try:
+                hook, self.before_first_cell = self.before_first_cell, None
+                if hook is not None:
+                    hook()
+                code = compile(
+                    cell.code, filename, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True
+                )
+                if code.co_flags & inspect.CO_COROUTINE:
+                    await eval(code, self.namespace)
+                else:
+                    exec(code, self.namespace)
+            finally:
+                cell.in_user = False
+        except BaseException as exc:  # everything a cell raises is its result
+            error = exc
+        self._report(cell, error)
+
+    def _report(self, cell, error):
+        if error is None:
+            self._finish(cell, "success", None)
+            return
+        reason = _codemode.interrupt_reason(cell.id)
+        _, _, text = described = _codemode_tb.describe(error)
+        if reason is not None:
+            name, message = _INTERRUPT_ERRORS[reason]
+            self._finish(cell, reason, (name, message, text))
+            return
+        sys.last_type, sys.last_value, sys.last_traceback = type(error), error, error.__traceback__
+        self._finish(cell, "error", described)
+
+    def _finish(self, cell, status, error):
+        cell.finished = True
+        if self.current is cell:
+            self.current = None
+        try:
+            _codemode.finish(cell.id, status, error)
+        except Exception as exc:  # the host is gone; the reader thread exits
+            _codemode.diag(f"cannot finish cell {cell.id}: {exc}")
+
+    def _task_done(self, cell):
+        # A cancel that lands before the task's first step skips _run's body.
+        if not cell.finished:
+            reason = _codemode.interrupt_reason(cell.id) or "cancelled"
+            name, message = _INTERRUPT_ERRORS[reason]
+            self._finish(cell, reason, (name, message + " before it started", ""))
+
+    def on_interrupt(self, signum, frame):
+        """The SIGINT handler."""
+        cell = self.current
+        if cell is None or cell.task is None or cell.task.done():
+            return
+        if _codemode.interrupt_reason(cell.id) is None:
+            # A stale signal, or one from outside: only the host stops cells.
+            return
+        running = asyncio.current_task(self.loop)
+        if running is cell.task:
+            if cell.in_user:
+                raise KeyboardInterrupt
+            return
+        cell.task.cancel()
+        _codemode.wake()
+        if running is not None and running is not self.main_task:
+            # A task the user spawned holds the loop: break it out.
+            raise KeyboardInterrupt
+        if running is None and not _in_loop_machinery(frame):
+            # A user callback holds the loop.
+            raise KeyboardInterrupt

@@ -1,0 +1,76 @@
+"""Tool documentation from the metadata the guest already has (no RPC):
+the ``_sync`` helpers of mcp.runtime."""
+
+from mcp import _state
+from mcp._errors import MCPError
+
+# The reference bridge capped search results to this range.
+MIN_RESULTS = 1
+MAX_RESULTS = 20
+
+
+def normalize_detail(value):
+    detail = str(value).lower() if value is not None else "summary"
+    return detail if detail in ("summary", "full") else "summary"
+
+
+def format_tool_doc(meta, tool, detail):
+    doc = {
+        "server": meta["name"],
+        "serverAlias": meta["alias"],
+        "tool": tool["name"],
+        "toolAlias": tool["alias"],
+    }
+    if tool.get("description"):
+        doc["description"] = tool["description"]
+    if detail == "full" and tool.get("input_schema") is not None:
+        doc["inputSchema"] = tool["input_schema"]
+    return doc
+
+
+def require_server(name):
+    meta = _state.find_server(name)
+    if meta is None:
+        loaded = ", ".join(_state.servers) or "none"
+        raise MCPError(f"server {name!r} is not loaded (loaded: {loaded})", kind="not_found", server=name)
+    return meta
+
+
+def query(server, tool, detail):
+    meta = require_server(server)
+    detail = normalize_detail(detail)
+    if tool is None:
+        return [format_tool_doc(meta, info, detail) for info in meta["tools"]]
+    if not isinstance(tool, str):
+        raise MCPError("'tool' must be a string when provided", kind="invalid_arguments")
+    info = _state.find_tool(meta, tool)
+    if info is None:
+        raise MCPError(f"tool {tool!r} not found for server {meta['name']}", kind="not_found", server=meta["name"])
+    return [format_tool_doc(meta, info, detail)]
+
+
+def clamp_limit(limit):
+    try:
+        return max(MIN_RESULTS, min(MAX_RESULTS, int(limit)))
+    except (TypeError, ValueError):
+        return 5
+
+
+def search(query_text, limit, detail):
+    """Tools whose server name/alias, tool name/alias and description
+    contain every word of the query."""
+    tokens = [token for token in str(query_text).lower().split() if token]
+    if not tokens:
+        return []
+    detail = normalize_detail(detail)
+    capped = clamp_limit(limit)
+    matches = []
+    for meta in _state.servers.values():
+        server_words = f"{meta['name']} {meta['alias']}".lower()
+        for info in meta["tools"]:
+            haystack = " ".join((server_words, info["name"], info["alias"], info.get("description") or "")).lower()
+            if all(token in haystack for token in tokens):
+                matches.append(format_tool_doc(meta, info, detail))
+                if len(matches) >= capped:
+                    return matches
+    return matches

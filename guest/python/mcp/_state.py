@@ -1,0 +1,85 @@
+"""What the guest knows about servers: the loaded servers' metadata (from
+Init and AddServers), the names of every server the host knows, and where
+saved tools live. Also the alias rules shared with the host."""
+
+import copy
+import keyword
+import re
+
+# name -> {"name", "alias", "description", "cwd", "tools": [{"name", "alias",
+# "description", "input_schema"}]}, in load order.
+servers = {}
+# [{"name", "description"}] for every server the host knows.
+discovered = []
+# Directory of saved tools inside the sandbox; "" when saving is disabled.
+tools_dir = ""
+
+
+def sanitize(value, default):
+    """The reference bridge's alias rule: lowercase, non-identifier
+    characters to ``_``, a leading digit prefixed with ``_``, keywords
+    suffixed with ``_``."""
+    cleaned = re.sub(r"[^0-9a-zA-Z_]+", "_", str(value).strip()).lower() or default
+    if cleaned[0].isdigit():
+        cleaned = f"_{cleaned}"
+    if keyword.iskeyword(cleaned):
+        cleaned = f"{cleaned}_"
+    return cleaned
+
+
+def is_alias(value):
+    return isinstance(value, str) and value.isidentifier() and not keyword.iskeyword(value)
+
+
+def unique(base, used):
+    """``base``, or ``base_2``, ``base_3``... whichever ``used`` lacks; adds it."""
+    candidate, n = base, 1
+    while candidate in used:
+        n += 1
+        candidate = f"{base}_{n}"
+    used.add(candidate)
+    return candidate
+
+
+def find_server(name):
+    """The metadata of a loaded server, by name or alias (case-insensitive)."""
+    if name in servers:
+        return servers[name]
+    if isinstance(name, str):
+        wanted = name.lower()
+        for meta in servers.values():
+            if wanted in (meta["name"].lower(), meta["alias"].lower()):
+                return meta
+    return None
+
+
+def server_name(name):
+    """The host's name for ``name`` (which may be an alias)."""
+    meta = find_server(name)
+    return meta["name"] if meta else name
+
+
+def find_tool(meta, tool):
+    """A tool of ``meta`` by name or alias (case-insensitive)."""
+    if not isinstance(tool, str):
+        return None
+    for info in meta["tools"]:
+        if tool in (info["name"], info["alias"]):
+            return info
+    wanted = tool.lower()
+    for info in meta["tools"]:
+        if wanted in (info["name"].lower(), info["alias"].lower()):
+            return info
+    return None
+
+
+def tool_name(server, tool):
+    """The server's name for ``tool`` (which may be an alias)."""
+    meta = find_server(server)
+    info = find_tool(meta, tool) if meta else None
+    return info["name"] if info else tool
+
+
+def public(meta):
+    """A copy of a server's metadata that user code may change freely."""
+    return copy.deepcopy(meta)

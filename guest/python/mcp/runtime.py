@@ -1,0 +1,163 @@
+"""Helpers for MCP servers inside the sandbox.
+
+Discovery: ``discovered_servers()``, ``list_servers()``/``list_servers_sync()``,
+``describe_server(name)``, ``list_loaded_server_metadata()``,
+``list_tools(server)``/``list_tools_sync(server)``.
+Docs: ``query_tool_docs(server, tool=None, detail="summary")``,
+``search_tool_docs(query, limit=5, detail="summary")`` and their ``_sync``
+forms (``detail="full"`` adds input schemas).
+Calls: ``await call_tool(server, tool, arguments)``; tool functions in
+``mcp.servers.<alias>`` and ``mcp_<alias>`` wrap it. Failures raise ``MCPError``.
+Also ``save_tool(func)``, ``show(image)`` and ``capability_summary()``.
+The async helpers ask the host; the ``_sync`` ones answer from the metadata
+this session already has.
+"""
+
+import json
+
+import _codemode
+from mcp import _docs, _rich, _rpc, _saved, _state
+from mcp._errors import MCPError
+from mcp._results import decode
+
+__all__ = [
+    "MCPError",
+    "call_tool",
+    "list_tools",
+    "list_tools_sync",
+    "list_servers",
+    "list_servers_sync",
+    "discovered_servers",
+    "describe_server",
+    "list_loaded_server_metadata",
+    "query_tool_docs_sync",
+    "query_tool_docs",
+    "search_tool_docs_sync",
+    "search_tool_docs",
+    "capability_summary",
+    "save_tool",
+    "show",
+]
+
+save_tool = _saved.save_tool
+
+_CAPABILITY_SUMMARY = """\
+--- codemode sandbox ---
+1. STATE: a persistent Python session. Variables and imports survive between runs;
+   top-level `await` works; `asyncio.gather` runs tool calls concurrently.
+2. DISCOVER: `runtime.discovered_servers()` lists servers (detailed=True for descriptions);
+   `runtime.search_tool_docs("words")` finds tools; `runtime.query_tool_docs(server)` lists
+   a server's tools (detail="full" adds input schemas). Search before guessing names.
+3. CALL: loaded servers are `mcp_<alias>` globals: `await mcp_<alias>.<tool>(arg=...)`.
+   `help(mcp_<alias>.<tool>)` shows the parameters. Results come back decoded (dict/list/
+   str); failures raise `runtime.MCPError` (`.kind` says why). `mcp_servers` maps names to
+   servers; `from mcp.servers.<alias> import *` imports the tool functions.
+   `await runtime.call_tool(server, tool, {...}, raw=True)` returns the raw MCP result.
+4. SHOW: `runtime.show(png_bytes)` or `runtime.show(matplotlib_figure)` returns an image.
+5. PERSIST: `save_tool(func)` keeps a function you defined for future sessions.
+6. Working directories: `runtime.describe_server(name)["cwd"]` is a server's configured cwd.
+"""
+
+
+def _detail_is_full(detail):
+    return _docs.normalize_detail(detail) == "full"
+
+
+async def call_tool(server, tool, arguments=None, raw=False):
+    """Calls ``tool`` of ``server`` (names or aliases) with ``arguments``
+    (a dict). Returns the decoded result, or with ``raw=True`` the MCP
+    CallToolResult as a dict."""
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        raise TypeError(f"arguments must be a dict, not {type(arguments).__name__}")
+    name = _state.server_name(server)
+    tool_name = _state.tool_name(name, tool)
+    try:
+        arguments_json = json.dumps(arguments, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"arguments for {tool_name!r} must be JSON-serializable: {exc}") from None
+    result = await _rpc.request(_codemode.call_tool, name, tool_name, arguments_json, server=name, tool=tool_name)
+    return result if raw else decode(result, name, tool_name)
+
+
+async def list_tools(server):
+    """The tools of ``server`` as the host reports them: dicts with name,
+    alias, description and inputSchema."""
+    name = _state.server_name(server)
+    return await _rpc.request(_codemode.list_tools, name, server=name)
+
+
+async def list_servers():
+    """Names of the servers this session may use, asked from the host."""
+    return tuple(await _rpc.request(_codemode.list_servers))
+
+
+def list_servers_sync():
+    """Names of the servers loaded in this session."""
+    return tuple(_state.servers)
+
+
+def discovered_servers(detailed=False):
+    """Every server the host knows (loaded or not): names, or with
+    ``detailed=True`` dicts with name and description."""
+    if detailed:
+        return tuple(dict(entry) for entry in _state.discovered)
+    return tuple(entry["name"] for entry in _state.discovered)
+
+
+def describe_server(name):
+    """A loaded server's metadata: name, alias, description, cwd, tools."""
+    return _state.public(_docs.require_server(name))
+
+
+def list_loaded_server_metadata():
+    return tuple(_state.public(meta) for meta in _state.servers.values())
+
+
+def list_tools_sync(server=None):
+    """The cached tool list of a loaded server."""
+    if server is None:
+        raise MCPError("list_tools_sync(server) requires a server name", kind="invalid_arguments")
+    return tuple(_state.public(_docs.require_server(server))["tools"])
+
+
+async def query_tool_docs(server, tool=None, detail="summary"):
+    """Docs of ``server``'s tools, asked from the host; with ``tool``, that
+    tool's doc alone."""
+    name = _state.server_name(server)
+    tool_name = "" if tool is None else _state.tool_name(name, tool)
+    docs = await _rpc.request(
+        _codemode.query_tool_docs, name, tool_name, _detail_is_full(detail), server=name, tool=tool_name or None
+    )
+    if tool is not None and isinstance(docs, list) and len(docs) == 1:
+        return docs[0]
+    return docs
+
+
+def query_tool_docs_sync(server, tool=None, detail="summary"):
+    """Docs of a loaded server's tools from the cached metadata (a list)."""
+    return _docs.query(server, tool, detail)
+
+
+async def search_tool_docs(query, *, limit=5, detail="summary"):
+    """Tools matching every word of ``query``, asked from the host."""
+    limit = _docs.clamp_limit(limit)
+    return await _rpc.request(_codemode.search_tool_docs, str(query), limit, _detail_is_full(detail))
+
+
+def search_tool_docs_sync(query, *, limit=5, detail="summary"):
+    """Tools of the loaded servers matching every word of ``query``."""
+    return _docs.search(query, limit, detail)
+
+
+def capability_summary():
+    """A short manual of this sandbox."""
+    return _CAPABILITY_SUMMARY
+
+
+def show(obj, mime=None):
+    """Returns an image with the cell's result: PNG/JPEG/GIF/SVG bytes, a
+    matplotlib figure (or pyplot itself), or a PIL image."""
+    mime_type, data = _rich.to_rich(obj, mime)
+    _codemode.add_rich(mime_type, data)

@@ -1,0 +1,168 @@
+//! A cell's life on the Rust side: starting it (output capture, timeout) and
+//! finishing it (flush, drop marker, rich outputs, `Finished`), in the order
+//! the host relies on: every Output frame of a cell precedes its Finished,
+//! and the cell stops counting as running before Finished is sent.
+
+use std::time::Instant;
+
+use codemode_proto::frame::FrameError;
+use codemode_proto::v1::{guest_message::Kind, Finished, PyError, Status};
+
+use crate::channel::lock;
+use crate::output::StreamId;
+use crate::session::{Interrupt, Session};
+
+/// Error texts beyond this are cut in the middle: a message holding a huge
+/// repr or a deep traceback must not make Finished exceed the frame limit.
+const MAX_ERROR_TEXT: usize = 64 * 1024;
+
+#[derive(Debug, thiserror::Error)]
+pub enum CellError {
+    #[error("cell {id} is not the running cell (running: {running:?})")]
+    NotRunning { id: u64, running: Option<u64> },
+    #[error("cannot send Finished for cell {id}: {source}")]
+    Send {
+        id: u64,
+        #[source]
+        source: FrameError,
+    },
+}
+
+/// The error part of Finished, as the driver reports it.
+pub struct CellFailure {
+    pub type_name: String,
+    pub message: String,
+    pub traceback: String,
+}
+
+/// Starts capturing and timing cell `id`. Returns an interrupt that arrived
+/// before the cell started, if any.
+pub fn start(session: &Session, id: u64) -> Result<Option<Interrupt>, CellError> {
+    let (timeout_ms, early) = {
+        let mut control = lock(&session.control);
+        let running = control.cell.as_ref().map(|c| c.id);
+        let Some(cell) = control.cell.as_mut().filter(|c| c.id == id) else {
+            return Err(CellError::NotRunning { id, running });
+        };
+        cell.started = Some(Instant::now());
+        (cell.timeout_ms, cell.interrupt)
+    };
+    session.output.begin(&session.channel, id);
+    session.timer.arm(id, timeout_ms);
+    Ok(early)
+}
+
+/// The interrupt requested for cell `id`, if it is running and was asked to stop.
+pub fn interrupt_reason(session: &Session, id: u64) -> Option<Interrupt> {
+    lock(&session.control)
+        .cell
+        .as_ref()
+        .filter(|c| c.id == id)
+        .and_then(|c| c.interrupt)
+}
+
+/// Sends everything cell `id` produced, then its Finished.
+pub fn finish(
+    session: &Session,
+    id: u64,
+    status: Status,
+    failure: Option<CellFailure>,
+) -> Result<(), CellError> {
+    session.timer.disarm();
+    // SAFETY: fflush(NULL) flushes every C stdio stream; C extensions' printf
+    // output belongs to this cell and must reach the pipe before it is drained.
+    unsafe {
+        libc::fflush(std::ptr::null_mut());
+    }
+    let end = session.output.end(&session.channel, id);
+    let duration_us = {
+        let mut control = lock(&session.control);
+        let running = control.cell.as_ref().map(|c| c.id);
+        if running != Some(id) {
+            return Err(CellError::NotRunning { id, running });
+        }
+        let started = control.cell.take().and_then(|c| c.started);
+        started.map_or(0, |s| u64::try_from(s.elapsed().as_micros()).unwrap_or(u64::MAX))
+    };
+    let error = failure.map(|f| PyError {
+        r#type: f.type_name,
+        message: clip_middle(f.message),
+        traceback: clip_middle(f.traceback),
+    });
+    let mut finished = Finished {
+        id,
+        status: status as i32,
+        error,
+        duration_us,
+        rich: end.rich,
+        dropped_output_bytes: end.dropped_output_bytes,
+    };
+    let frame = match session.channel.encode(Kind::Finished(finished.clone())) {
+        Err(FrameError::Oversized { len, max }) if !finished.rich.is_empty() => {
+            let note = format!(
+                "[codemode: {} rich output(s) dropped: Finished would be {len} bytes, the frame limit is {max}]\n",
+                finished.rich.len()
+            );
+            send_note(session, id, &note);
+            finished.rich.clear();
+            session.channel.encode(Kind::Finished(finished))
+        }
+        other => other,
+    };
+    let bytes = frame.map_err(|source| CellError::Send { id, source })?;
+    session
+        .channel
+        .send_encoded(&bytes)
+        .map_err(|source| CellError::Send { id, source })
+}
+
+fn send_note(session: &Session, id: u64, note: &str) {
+    let output = codemode_proto::v1::Output {
+        execution_id: id,
+        stream: crate::output::stream_proto(StreamId::Stderr) as i32,
+        data: note.as_bytes().to_vec(),
+    };
+    let _ = session.channel.send(Kind::Output(output));
+}
+
+fn clip_middle(text: String) -> String {
+    if text.len() <= MAX_ERROR_TEXT {
+        return text;
+    }
+    let head_end = floor_boundary(&text, MAX_ERROR_TEXT / 4);
+    let tail_start = ceil_boundary(&text, text.len() - MAX_ERROR_TEXT * 3 / 4);
+    format!(
+        "{}\n[... {} bytes cut ...]\n{}",
+        &text[..head_end],
+        tail_start - head_end,
+        &text[tail_start..]
+    )
+}
+
+fn floor_boundary(text: &str, mut i: usize) -> usize {
+    while !text.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+fn ceil_boundary(text: &str, mut i: usize) -> usize {
+    while !text.is_char_boundary(i) {
+        i += 1;
+    }
+    i
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_error_text_keeps_both_ends() {
+        let text = format!("START{}END", "é".repeat(100_000));
+        let clipped = clip_middle(text);
+        assert!(clipped.len() <= MAX_ERROR_TEXT + 100);
+        assert!(clipped.starts_with("START") && clipped.ends_with("END"));
+        assert!(clipped.contains("bytes cut"));
+    }
+}

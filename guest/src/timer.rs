@@ -1,0 +1,59 @@
+//! The cell timeout: one thread that interrupts the running cell when its
+//! `timeout_ms` is up. It never touches Python; it goes through
+//! [`Session::interrupt`](crate::session::Session::interrupt) like a Cancel.
+
+use std::sync::{Condvar, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use crate::channel::lock;
+use crate::session::{Interrupt, Session};
+
+#[derive(Default)]
+pub struct Timer {
+    deadline: Mutex<Option<(u64, Instant)>>,
+    changed: Condvar,
+}
+
+impl Timer {
+    /// Interrupts cell `id` after `timeout_ms` (0: never).
+    pub fn arm(&self, id: u64, timeout_ms: u64) {
+        let at = (timeout_ms > 0).then(|| Instant::now() + Duration::from_millis(timeout_ms));
+        *lock(&self.deadline) = at.map(|at| (id, at));
+        self.changed.notify_one();
+    }
+
+    pub fn disarm(&self) {
+        *lock(&self.deadline) = None;
+        self.changed.notify_one();
+    }
+
+    /// The timer thread.
+    pub fn run(&self, session: &Session) {
+        let mut deadline = lock(&self.deadline);
+        loop {
+            match *deadline {
+                None => {
+                    deadline = self
+                        .changed
+                        .wait(deadline)
+                        .unwrap_or_else(PoisonError::into_inner);
+                }
+                Some((id, at)) => {
+                    let now = Instant::now();
+                    if now >= at {
+                        *deadline = None;
+                        drop(deadline);
+                        session.interrupt(id, Interrupt::Timeout);
+                        deadline = lock(&self.deadline);
+                    } else {
+                        deadline = self
+                            .changed
+                            .wait_timeout(deadline, at - now)
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .0;
+                    }
+                }
+            }
+        }
+    }
+}
