@@ -1,0 +1,194 @@
+//! Running the container engine (podman or docker) on a staged context.
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::Command;
+
+use super::error::ImageError;
+use super::stage::stage;
+use super::{image_tag, BuildOptions, BuiltImage};
+
+/// Engine output lines kept for the error message when a build fails.
+const KEPT_LINES: usize = 40;
+
+/// Stages `opts.variant` into a fresh temporary directory, builds it with
+/// `opts.engine` and reports the tag, size and file count. Staging runs on
+/// the calling thread (seconds of file copying); the engine runs as a child.
+pub async fn build(opts: &BuildOptions, progress: &dyn Fn(&str)) -> Result<BuiltImage, ImageError> {
+    let tag = opts.tag.clone().unwrap_or_else(|| image_tag(opts.variant));
+    let scratch = ScratchDir::create()?;
+    let staged_files = stage(opts.variant, &opts.guest, scratch.path(), progress)?;
+    let engine = opts.engine.display().to_string();
+    progress(&format!("{engine} build -t {tag}"));
+    let containerfile = scratch.path().join("Containerfile");
+    let mut command = Command::new(&opts.engine);
+    // The engines' COPY cache keys ignore mtimes, so a cached layer could
+    // carry stale source mtimes that invalidate every __pycache__ entry.
+    command
+        .arg("build")
+        .arg("--no-cache")
+        .arg("--tag")
+        .arg(&tag)
+        .arg("--file")
+        .arg(&containerfile)
+        .arg(scratch.path());
+    let shown = format!(
+        "{engine} build --tag {tag} --file {}",
+        containerfile.display()
+    );
+    run_streaming(command, &shown, progress).await?;
+    let size_bytes = image_size(&opts.engine, &tag).await?;
+    Ok(BuiltImage {
+        tag,
+        size_bytes,
+        staged_files,
+    })
+}
+
+/// Whether the engine has an image called `tag` locally.
+pub async fn image_exists(engine: &Path, tag: &str) -> bool {
+    Command::new(engine)
+        .args(["image", "inspect", tag])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .status()
+        .await
+        .is_ok_and(|status| status.success())
+}
+
+/// The image's size in bytes as the engine reports it.
+pub async fn image_size(engine: &Path, tag: &str) -> Result<u64, ImageError> {
+    let shown = format!(
+        "{} image inspect --format {{{{.Size}}}} {tag}",
+        engine.display()
+    );
+    let output = Command::new(engine)
+        .args(["image", "inspect", "--format", "{{.Size}}", tag])
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output()
+        .await
+        .map_err(|source| ImageError::Spawn {
+            command: shown.clone(),
+            source,
+        })?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    if !output.status.success() {
+        return Err(ImageError::CommandFailed {
+            command: shown,
+            status: output.status.to_string(),
+            output: String::from_utf8_lossy(&output.stderr).into_owned(),
+        });
+    }
+    stdout
+        .trim()
+        .parse()
+        .map_err(|_| ImageError::UnexpectedOutput {
+            command: shown,
+            expected: "a size in bytes",
+            output: stdout.chars().take(200).collect(),
+        })
+}
+
+/// Runs `command`, passing its step lines to `progress` and keeping the tail
+/// of all its output for the error. Nothing reaches this process's stdout.
+async fn run_streaming(
+    mut command: Command,
+    shown: &str,
+    progress: &dyn Fn(&str),
+) -> Result<(), ImageError> {
+    let spawn_error = |source| ImageError::Spawn {
+        command: shown.to_string(),
+        source,
+    };
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(spawn_error)?;
+    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
+        return Err(spawn_error(std::io::Error::other(
+            "stdout or stderr was not piped",
+        )));
+    };
+    let mut out_lines = BufReader::new(stdout).lines();
+    let mut err_lines = BufReader::new(stderr).lines();
+    let mut kept = VecDeque::with_capacity(KEPT_LINES);
+    let (mut out_open, mut err_open) = (true, true);
+    loop {
+        // next_line is cancel-safe, so losing a select race drops no output.
+        let (from_stdout, line) = tokio::select! {
+            line = out_lines.next_line(), if out_open => (true, line),
+            line = err_lines.next_line(), if err_open => (false, line),
+            else => break,
+        };
+        match line {
+            Ok(Some(line)) => {
+                if is_step(&line) {
+                    progress(line.trim());
+                }
+                if kept.len() == KEPT_LINES {
+                    kept.pop_front();
+                }
+                kept.push_back(line);
+            }
+            // End of that stream, or an unreadable one: stop reading it.
+            Ok(None) | Err(_) if from_stdout => out_open = false,
+            Ok(None) | Err(_) => err_open = false,
+        }
+    }
+    let status: ExitStatus = child.wait().await.map_err(spawn_error)?;
+    if status.success() {
+        return Ok(());
+    }
+    Err(ImageError::CommandFailed {
+        command: shown.to_string(),
+        status: status.to_string(),
+        output: Vec::from(kept).join("\n"),
+    })
+}
+
+/// Lines of `podman build`/`docker build` output worth showing as progress.
+fn is_step(line: &str) -> bool {
+    let line = line.trim_start();
+    line.starts_with("STEP ")
+        || line.starts_with("Step ")
+        || line.starts_with("#")
+        || line.starts_with("COMMIT")
+        || line.starts_with("Successfully")
+}
+
+/// A temporary directory removed on drop (tempfile is a dev-dependency only).
+struct ScratchDir(PathBuf);
+
+impl ScratchDir {
+    fn create() -> Result<Self, ImageError> {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or_default();
+        let path =
+            std::env::temp_dir().join(format!("codemode-image-{}-{nanos:09}", std::process::id()));
+        std::fs::create_dir(&path).map_err(ImageError::io("create", path.clone()))?;
+        Ok(Self(path))
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        if let Err(err) = std::fs::remove_dir_all(&self.0) {
+            tracing::warn!(path = %self.0.display(), %err, "could not remove the image staging directory");
+        }
+    }
+}
