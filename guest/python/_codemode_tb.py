@@ -4,8 +4,9 @@ traceback trimmed to the user's code.
 Frames of the guest's own modules (``<codemode>/...``) before the first user
 frame (the cell runner) and after the last one (the ``mcp`` package raising
 an MCPError) are noise to the model reading the result, so they are cut;
-chained exceptions are trimmed the same way. A traceback made only of guest
-frames (a bug in the guest) is kept whole.
+chained exceptions are trimmed the same way. A stack of guest frames only
+(compiling a cell that has a syntax error) is cut entirely: the error's own
+location lines say where it is.
 """
 
 import traceback
@@ -22,8 +23,6 @@ def _trim(stack):
     start = 0
     while start < len(frames) and _is_internal(frames[start]):
         start += 1
-    if start == len(frames):
-        return frames
     end = len(frames)
     while end > start and _is_internal(frames[end - 1]):
         end -= 1

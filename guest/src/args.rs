@@ -30,7 +30,9 @@ impl Args {
                 .into_string()
                 .map_err(|a| StartupError::Args(format!("argument {a:?} is not UTF-8")))?;
             let value = match arg.as_str() {
-                "--version" => exit_with(&format!("codemode-guest {}\n", env!("CARGO_PKG_VERSION"))),
+                "--version" => {
+                    exit_with(&format!("codemode-guest {}\n", env!("CARGO_PKG_VERSION")))
+                }
                 "--help" | "-h" => exit_with(USAGE),
                 "--max-frame-bytes" => args
                     .next()

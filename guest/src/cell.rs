@@ -82,7 +82,9 @@ pub fn finish(
             return Err(CellError::NotRunning { id, running });
         }
         let started = control.cell.take().and_then(|c| c.started);
-        started.map_or(0, |s| u64::try_from(s.elapsed().as_micros()).unwrap_or(u64::MAX))
+        started.map_or(0, |s| {
+            u64::try_from(s.elapsed().as_micros()).unwrap_or(u64::MAX)
+        })
     };
     let error = failure.map(|f| PyError {
         r#type: f.type_name,

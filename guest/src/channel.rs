@@ -128,7 +128,6 @@ impl Channel {
         }
         exit_now(2)
     }
-
 }
 
 /// Ends the process at once: no destructors, no interpreter finalization

@@ -12,7 +12,9 @@ pub fn inbound<'py>(py: Python<'py>, item: Inbound) -> PyResult<Bound<'py, PyTup
     match item {
         Inbound::Init(init) => ("init", init_dict(py, &init)?).into_pyobject(py),
         Inbound::Execute { id, code } => ("execute", id, code).into_pyobject(py),
-        Inbound::AddServers(servers) => ("add_servers", servers_list(py, &servers)?).into_pyobject(py),
+        Inbound::AddServers(servers) => {
+            ("add_servers", servers_list(py, &servers)?).into_pyobject(py)
+        }
         Inbound::Rpc(response) => match response.result {
             Some(rpc_response::Result::OkJson(json)) => {
                 ("rpc", response.id, Some(json), None::<&str>, None::<String>).into_pyobject(py)
@@ -26,7 +28,13 @@ pub fn inbound<'py>(py: Python<'py>, item: Inbound) -> PyResult<Bound<'py, PyTup
             )
                 .into_pyobject(py),
             // The reader refuses responses without a result.
-            None => ("rpc", response.id, None::<String>, Some("internal"), Some(String::new()))
+            None => (
+                "rpc",
+                response.id,
+                None::<String>,
+                Some("internal"),
+                Some(String::new()),
+            )
                 .into_pyobject(py),
         },
     }

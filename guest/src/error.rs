@@ -11,7 +11,9 @@ use codemode_proto::{FrameError, VersionMismatch};
 pub enum StartupError {
     #[error("invalid command line: {0}; expected no arguments or `--max-frame-bytes N`")]
     Args(String),
-    #[error("fd {fd} must be open (the codemode channel is stdin/stdout, diagnostics stderr): {source}")]
+    #[error(
+        "fd {fd} must be open (the codemode channel is stdin/stdout, diagnostics stderr): {source}"
+    )]
     StdioFd {
         fd: i32,
         #[source]

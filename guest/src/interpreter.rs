@@ -38,7 +38,10 @@ impl PythonConfig {
     pub fn resolve() -> Self {
         let home = Path::new(PYTHON_HOME);
         Self {
-            home: home.join(STDLIB_LANDMARK).is_file().then(|| home.to_path_buf()),
+            home: home
+                .join(STDLIB_LANDMARK)
+                .is_file()
+                .then(|| home.to_path_buf()),
             program_name: std::env::current_exe().ok(),
         }
     }
@@ -55,12 +58,15 @@ impl Interpreter {
     /// handler. Returns the interpreter and its version ("3.11.2").
     pub fn start(config: &PythonConfig, wake_fd: i32) -> Result<(Self, String), StartupError> {
         if STARTED.swap(true, Ordering::SeqCst) {
-            return Err(StartupError::PythonInit("the interpreter was already started".into()));
+            return Err(StartupError::PythonInit(
+                "the interpreter was already started".into(),
+            ));
         }
         pyo3::append_to_inittab!(_codemode);
         initialize(config)?;
         Python::attach(|py| {
-            let (driver, version) = load_runtime(py, wake_fd).map_err(|e| StartupError::Bootstrap(describe(py, &e)))?;
+            let (driver, version) =
+                load_runtime(py, wake_fd).map_err(|e| StartupError::Bootstrap(describe(py, &e)))?;
             Ok((Self { driver }, version))
         })
     }
@@ -108,7 +114,11 @@ fn describe(py: Python<'_>, err: &PyErr) -> String {
 
 fn initialize(config: &PythonConfig) -> Result<(), StartupError> {
     let home = config.home.as_deref().map(path_cstring).transpose()?;
-    let program = config.program_name.as_deref().map(path_cstring).transpose()?;
+    let program = config
+        .program_name
+        .as_deref()
+        .map(path_cstring)
+        .transpose()?;
     // SAFETY: the PyPreConfig/PyConfig structs are initialized by their
     // Init functions before any field is read, strings are set through
     // PyConfig_SetBytesString, the config is cleared after use, and this runs
@@ -149,7 +159,11 @@ unsafe fn set_strings(
     // field pointers come from that same config.
     unsafe {
         if let Some(home) = home {
-            check(ffi::PyConfig_SetBytesString(config_ptr, &mut (*config_ptr).home, home.as_ptr()))?;
+            check(ffi::PyConfig_SetBytesString(
+                config_ptr,
+                &mut (*config_ptr).home,
+                home.as_ptr(),
+            ))?;
         }
         if let Some(program) = program {
             check(ffi::PyConfig_SetBytesString(
@@ -172,7 +186,9 @@ fn check(status: ffi::PyStatus) -> Result<(), StartupError> {
             String::new()
         } else {
             // SAFETY: CPython's status strings are static NUL-terminated C strings.
-            unsafe { CStr::from_ptr(ptr) }.to_string_lossy().into_owned()
+            unsafe { CStr::from_ptr(ptr) }
+                .to_string_lossy()
+                .into_owned()
         }
     };
     Err(StartupError::PythonInit(format!(

@@ -66,8 +66,12 @@ fn run() -> Result<std::convert::Infallible, StartupError> {
     let channel = Channel::new(stdio.channel_out, stdio.diag, args.max_frame_bytes);
     let output = Output::new(stdio.stdout_pipe, stdio.stderr_pipe);
     let session = session::install(channel, output, wake, args.max_frame_bytes);
-    spawn("output-drain", move || session.output.run_drain(&session.channel))?;
-    spawn("output-flush", move || session.output.run_flusher(&session.channel))?;
+    spawn("output-drain", move || {
+        session.output.run_drain(&session.channel)
+    })?;
+    spawn("output-flush", move || {
+        session.output.run_flusher(&session.channel)
+    })?;
     spawn("timer", move || session.timer.run(session))?;
 
     let (interpreter, python_version) = Interpreter::start(&PythonConfig::resolve(), wake_fd)?;
@@ -85,9 +89,9 @@ fn run() -> Result<std::convert::Infallible, StartupError> {
     let input = stdio.channel_in;
     spawn("reader", move || reader::run(session, input))?;
     let why = interpreter.run();
-    session
-        .channel
-        .fail(&format!("internal error: the guest's event loop stopped: {why}"))
+    session.channel.fail(&format!(
+        "internal error: the guest's event loop stopped: {why}"
+    ))
 }
 
 /// Starts a guest thread. A panic in one (a bug) ends the session cleanly
@@ -98,9 +102,9 @@ fn spawn(name: &'static str, body: impl FnOnce() + Send + 'static) -> Result<(),
         .spawn(move || {
             if std::panic::catch_unwind(AssertUnwindSafe(body)).is_err() {
                 match session::get() {
-                    Some(session) => session
-                        .channel
-                        .fail(&format!("internal error: the guest's {name} thread panicked")),
+                    Some(session) => session.channel.fail(&format!(
+                        "internal error: the guest's {name} thread panicked"
+                    )),
                     None => exit_now(2),
                 }
             }

@@ -21,7 +21,8 @@ use crate::session::{self, Session};
 use crate::{convert, fds};
 
 fn session() -> PyResult<&'static Session> {
-    session::get().ok_or_else(|| PyRuntimeError::new_err("the codemode guest session is not set up"))
+    session::get()
+        .ok_or_else(|| PyRuntimeError::new_err("the codemode guest session is not set up"))
 }
 
 /// Sends one RPC request and returns its id; the answer arrives in the inbox.
@@ -49,7 +50,9 @@ fn send_rpc(py: Python<'_>, call: Call) -> PyResult<u64> {
     let sent = py.detach(|| session.channel.send(Kind::RpcRequest(request)));
     if let Err(err) = sent {
         lock(&session.control).pending_rpcs.remove(&id);
-        return Err(PyRuntimeError::new_err(format!("cannot send the request to the host: {err}")));
+        return Err(PyRuntimeError::new_err(format!(
+            "cannot send the request to the host: {err}"
+        )));
     }
     Ok(id)
 }
@@ -70,7 +73,10 @@ pub mod _codemode {
     #[pyfunction]
     fn take_inbox(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyTuple>>> {
         let items: Vec<_> = lock(&session()?.inbox).drain(..).collect();
-        items.into_iter().map(|item| convert::inbound(py, item)).collect()
+        items
+            .into_iter()
+            .map(|item| convert::inbound(py, item))
+            .collect()
     }
 
     /// The fd that becomes readable when the inbox has work.
@@ -138,7 +144,11 @@ pub mod _codemode {
         let stream = match stream {
             1 => StreamId::Stdout,
             2 => StreamId::Stderr,
-            other => return Err(PyValueError::new_err(format!("stream must be 1 or 2, not {other}"))),
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "stream must be 1 or 2, not {other}"
+                )))
+            }
         };
         let bytes: Cow<'_, [u8]> = if let Ok(text) = data.cast::<PyString>() {
             match text.to_str() {
@@ -177,7 +187,12 @@ pub mod _codemode {
     }
 
     #[pyfunction]
-    fn call_tool(py: Python<'_>, server: String, tool: String, arguments_json: String) -> PyResult<u64> {
+    fn call_tool(
+        py: Python<'_>,
+        server: String,
+        tool: String,
+        arguments_json: String,
+    ) -> PyResult<u64> {
         send_rpc(
             py,
             Call::CallTool(CallTool {

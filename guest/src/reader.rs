@@ -6,9 +6,9 @@
 
 use std::fs::File;
 
+use codemode_proto::check_peer_version;
 use codemode_proto::frame::read_frame;
 use codemode_proto::v1::{host_message::Kind, rpc_response, HostMessage, Init};
-use codemode_proto::check_peer_version;
 
 use crate::channel::lock;
 use crate::error::ProtocolViolation;
@@ -136,7 +136,9 @@ fn before_init(received: &'static str) -> ProtocolViolation {
 fn apply_limits(session: &Session, init: &Init) {
     let limits = init.limits.unwrap_or_default();
     if limits.max_frame_bytes > 0 {
-        session.channel.set_send_max(limits.max_frame_bytes as usize);
+        session
+            .channel
+            .set_send_max(limits.max_frame_bytes as usize);
     }
     session
         .output

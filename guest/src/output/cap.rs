@@ -115,7 +115,9 @@ impl CellOutput {
         if self.tail.len() > self.tail_cap {
             let mut excess = self.tail.len() - self.tail_cap;
             // Start the kept tail on a character, not inside one.
-            while excess < self.tail.len() && self.tail.get(excess).is_some_and(|b| is_continuation(*b)) {
+            while excess < self.tail.len()
+                && self.tail.get(excess).is_some_and(|b| is_continuation(*b))
+            {
                 excess += 1;
             }
             self.evict(excess);
@@ -160,7 +162,9 @@ impl CellOutput {
     pub fn close(&mut self) -> u64 {
         let total = self.dropped[0] + self.dropped[1];
         if total > 0 {
-            let stream = if self.dropped[StreamId::Stdout as usize] >= self.dropped[StreamId::Stderr as usize] {
+            let stream = if self.dropped[StreamId::Stdout as usize]
+                >= self.dropped[StreamId::Stderr as usize]
+            {
                 StreamId::Stdout
             } else {
                 StreamId::Stderr
@@ -221,7 +225,10 @@ mod tests {
         assert_eq!(out.close(), 0);
         assert_eq!(
             sent(&mut out),
-            vec![(StreamId::Stdout, "ab".into()), (StreamId::Stderr, "e".into())]
+            vec![
+                (StreamId::Stdout, "ab".into()),
+                (StreamId::Stderr, "e".into())
+            ]
         );
     }
 
@@ -235,7 +242,10 @@ mod tests {
         assert_eq!(head, vec![(StreamId::Stdout, "01234".into())]);
         assert_eq!(out.close(), 90);
         let rest = sent(&mut out);
-        assert!(rest[0].1.contains("[... 90 bytes of output dropped"), "{rest:?}");
+        assert!(
+            rest[0].1.contains("[... 90 bytes of output dropped"),
+            "{rest:?}"
+        );
         assert!(rest[0].1.starts_with('\n'));
         assert!(rest[0].1.ends_with("56789"), "{rest:?}");
     }

@@ -171,7 +171,11 @@ impl Output {
         loop {
             {
                 let mut state = lock(&self.state);
-                while !state.cell.as_ref().is_some_and(|c| c.out.pending_bytes() > 0) {
+                while state
+                    .cell
+                    .as_ref()
+                    .is_none_or(|c| c.out.pending_bytes() == 0)
+                {
                     state = self
                         .has_pending
                         .wait(state)

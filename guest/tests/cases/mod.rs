@@ -1,1 +1,9 @@
+mod cells;
+mod environment;
+mod interrupts;
+mod output;
 mod protocol;
+mod rpc;
+mod runtime_api;
+mod saved_tools;
+mod timing;

@@ -53,10 +53,30 @@ pub fn server() -> ServerInfo {
                     "class": {"type": "integer"}},
                     "required": ["city-name"]}),
             ),
-            tool("fail", "fail", "Always reports an error.", json!({"type": "object", "properties": {}})),
-            tool("image", "image", "Returns a tiny image.", json!({"type": "object"})),
-            tool("multi", "multi", "Returns two text items.", json!({"type": "object", "properties": {}})),
-            tool("denied", "denied", "The host refuses it.", json!({"type": "object", "properties": {}})),
+            tool(
+                "fail",
+                "fail",
+                "Always reports an error.",
+                json!({"type": "object", "properties": {}}),
+            ),
+            tool(
+                "image",
+                "image",
+                "Returns a tiny image.",
+                json!({"type": "object"}),
+            ),
+            tool(
+                "multi",
+                "multi",
+                "Returns two text items.",
+                json!({"type": "object", "properties": {}}),
+            ),
+            tool(
+                "denied",
+                "denied",
+                "The host refuses it.",
+                json!({"type": "object", "properties": {}}),
+            ),
         ],
     }
 }
@@ -79,16 +99,34 @@ pub fn answer(req: &RpcRequest) -> RpcResponse {
         Call::CallTool(call) => {
             let args: Value = serde_json::from_str(&call.arguments_json).unwrap();
             match call.tool.as_str() {
-                "echo" => ok(id, text(&format!("Echo: {}", args["message"].as_str().unwrap_or("?")))),
+                "echo" => ok(
+                    id,
+                    text(&format!(
+                        "Echo: {}",
+                        args["message"].as_str().unwrap_or("?")
+                    )),
+                ),
                 "add" => {
                     let sum = args["a"].as_f64().unwrap() + args["b"].as_f64().unwrap();
-                    ok(id, json!({"content": [{"type": "text", "text": sum.to_string()}],
-                                  "structuredContent": {"sum": sum, "args": args}}))
+                    ok(
+                        id,
+                        json!({"content": [{"type": "text", "text": sum.to_string()}],
+                                  "structuredContent": {"sum": sum, "args": args}}),
+                    )
                 }
                 "get-weather" => ok(id, text(&json!({"args": args}).to_string())),
-                "fail" => ok(id, json!({"content": [{"type": "text", "text": "boom: it broke"}], "isError": true})),
-                "image" => ok(id, json!({"content": [{"type": "image", "data": "iVBORw0K", "mimeType": "image/png"}]})),
-                "multi" => ok(id, json!({"content": [{"type": "text", "text": "one"}, {"type": "text", "text": "[2]"}]})),
+                "fail" => ok(
+                    id,
+                    json!({"content": [{"type": "text", "text": "boom: it broke"}], "isError": true}),
+                ),
+                "image" => ok(
+                    id,
+                    json!({"content": [{"type": "image", "data": "iVBORw0K", "mimeType": "image/png"}]}),
+                ),
+                "multi" => ok(
+                    id,
+                    json!({"content": [{"type": "text", "text": "one"}, {"type": "text", "text": "[2]"}]}),
+                ),
                 "denied" => RpcResponse {
                     id,
                     result: Some(rpc_response::Result::Error(RpcError {

@@ -32,7 +32,8 @@ pub struct HostWriter {
 
 impl HostWriter {
     pub fn send(&mut self, kind: host_message::Kind) {
-        let bytes = encode_frame(&HostMessage { kind: Some(kind) }, DEFAULT_MAX_FRAME_BYTES).unwrap();
+        let bytes =
+            encode_frame(&HostMessage { kind: Some(kind) }, DEFAULT_MAX_FRAME_BYTES).unwrap();
         self.send_raw(&bytes);
     }
 
@@ -64,7 +65,10 @@ impl CellOutcome {
     }
 
     pub fn error_type(&self) -> &str {
-        self.finished.error.as_ref().map_or("", |e| e.r#type.as_str())
+        self.finished
+            .error
+            .as_ref()
+            .map_or("", |e| e.r#type.as_str())
     }
 
     #[track_caller]
@@ -126,7 +130,9 @@ impl Guest {
                 if n == 0 {
                     break;
                 }
-                sink.lock().unwrap().push_str(&String::from_utf8_lossy(&buf[..n]));
+                sink.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
             }
         });
         let mut guest = Self {
@@ -139,7 +145,10 @@ impl Guest {
         };
         match guest.recv() {
             Some(guest_message::Kind::Ready(ready)) => guest.ready = ready,
-            other => panic!("expected Ready first, got {other:?}; stderr: {}", guest.stderr()),
+            other => panic!(
+                "expected Ready first, got {other:?}; stderr: {}",
+                guest.stderr()
+            ),
         }
         guest
     }
@@ -213,7 +222,11 @@ impl Guest {
     }
 
     /// Collects frames of cell `id` until its Finished; RPCs go to `on_rpc`.
-    pub fn collect(&mut self, id: u64, mut on_rpc: impl FnMut(&mut HostWriter, RpcRequest)) -> CellOutcome {
+    pub fn collect(
+        &mut self,
+        id: u64,
+        mut on_rpc: impl FnMut(&mut HostWriter, RpcRequest),
+    ) -> CellOutcome {
         let mut outputs = Vec::new();
         let mut rpcs = Vec::new();
         let deadline = Instant::now() + WAIT;
