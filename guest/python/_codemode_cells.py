@@ -13,6 +13,7 @@ import asyncio
 import ast
 import inspect
 import linecache
+import signal
 import sys
 
 import _codemode
@@ -41,11 +42,7 @@ def _in_loop_machinery(frame):
     if frame is None:
         return True
     filename = frame.f_code.co_filename
-    return (
-        filename.startswith("<codemode>/")
-        or filename.endswith("selectors.py")
-        or "/asyncio/" in filename
-    )
+    return filename.startswith("<codemode>/") or filename.endswith("selectors.py") or "/asyncio/" in filename
 
 
 class CellRunner:
@@ -59,6 +56,10 @@ class CellRunner:
         self.before_first_cell = None
 
     def start(self, cell_id, code):
+        # A previous cell may have replaced the SIGINT handler; without it
+        # no interrupt could reach this one.
+        if signal.getsignal(signal.SIGINT) != self.on_interrupt:
+            signal.signal(signal.SIGINT, self.on_interrupt)
         cell = Cell(cell_id, code)
         self.current = cell
         cell.task = self.loop.create_task(self._run(cell))
@@ -79,9 +80,7 @@ class CellRunner:
                 hook, self.before_first_cell = self.before_first_cell, None
                 if hook is not None:
                     hook()
-                code = compile(
-                    cell.code, filename, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True
-                )
+                code = compile(cell.code, filename, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
                 if code.co_flags & inspect.CO_COROUTINE:
                     await eval(code, self.namespace)
                 else:

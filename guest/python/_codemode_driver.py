@@ -76,8 +76,8 @@ class Driver:
         elif kind == "init":
             from mcp import _install, _saved
 
-            _install.init(item[1], self.namespace)
             self.cells.before_first_cell = lambda: _saved.load_all(self.namespace)
+            _install.init(item[1], self.namespace)
         elif kind == "add_servers":
             from mcp import _install
 
@@ -110,7 +110,7 @@ def prepare(wake_fd):
 
     _driver = Driver(wake_fd, __main__.__dict__)
     signal.signal(signal.SIGINT, _driver.cells.on_interrupt)
-    return "%d.%d.%d" % sys.version_info[:3]
+    return "{}.{}.{}".format(*sys.version_info[:3])
 
 
 def run():

@@ -18,12 +18,20 @@ impl Timer {
     /// Interrupts cell `id` after `timeout_ms` (0: never).
     pub fn arm(&self, id: u64, timeout_ms: u64) {
         let at = (timeout_ms > 0).then(|| Instant::now() + Duration::from_millis(timeout_ms));
-        *lock(&self.deadline) = at.map(|at| (id, at));
-        self.changed.notify_one();
+        self.set(at.map(|at| (id, at)));
     }
 
     pub fn disarm(&self) {
-        *lock(&self.deadline) = None;
+        self.set(None);
+    }
+
+    fn set(&self, deadline: Option<(u64, Instant)>) {
+        let mut current = lock(&self.deadline);
+        // Cells without a timeout need not wake the timer thread at all.
+        if current.is_none() && deadline.is_none() {
+            return;
+        }
+        *current = deadline;
         self.changed.notify_one();
     }
 

@@ -7,6 +7,7 @@ import json
 import sys
 import types
 
+import _codemode
 import mcp
 from mcp import _signature, _state, runtime
 from mcp._proxy import ServerProxy
@@ -30,7 +31,8 @@ def _normalize(raw):
     for t in raw.get("tools") or ():
         try:
             schema = json.loads(t.get("input_schema_json") or "null")
-        except ValueError:
+        except (ValueError, RecursionError):
+            # The tool stays callable, with `**arguments`.
             schema = None
         tool_alias = t.get("alias") if _state.is_alias(t.get("alias")) else _state.sanitize(t["name"], "tool")
         tools.append(
@@ -61,9 +63,12 @@ def _install_server(meta):
     module_name = f"mcp.servers.{meta['alias']}"
     functions = {}
     for tool in meta["tools"]:
-        functions[tool["alias"]] = _signature.build(
-            meta["name"], module_name, tool, _tool_caller(meta["name"], tool["name"])
-        )
+        call = _tool_caller(meta["name"], tool["name"])
+        try:
+            functions[tool["alias"]] = _signature.build(meta["name"], module_name, tool, call)
+        except Exception as exc:  # a schema this code cannot express; keep the tool callable
+            _codemode.diag(f"tool {tool['name']!r} of {meta['name']!r}: schema not usable ({exc!r})")
+            functions[tool["alias"]] = _signature.build(meta["name"], module_name, {**tool, "input_schema": None}, call)
     module = types.ModuleType(module_name, f"Tools of MCP server {meta['name']!r}: one async function per tool.")
     module.__dict__.update(functions)
     module.__all__ = list(functions)
@@ -79,7 +84,11 @@ def _install_server(meta):
 
 def _add(raws, namespace):
     for raw in raws:
-        meta = _normalize(raw)
+        try:
+            meta = _normalize(raw)
+        except Exception as exc:  # one malformed entry must not cost the others
+            _codemode.diag(f"server entry {raw.get('name')!r} not installed: {exc!r}")
+            continue
         old = _state.servers.pop(meta["name"], None)
         if old is not None:
             _remove_module(old)

@@ -48,6 +48,4 @@ def to_rich(obj, mime=None):
         buffer = io.BytesIO()
         obj.save(buffer, format="JPEG" if mime == "image/jpeg" else "PNG")
         return mime or "image/png", buffer.getvalue()
-    raise TypeError(
-        f"show() takes image bytes, a matplotlib figure or a PIL image, not {type(obj).__name__}"
-    )
+    raise TypeError(f"show() takes image bytes, a matplotlib figure or a PIL image, not {type(obj).__name__}")

@@ -3,6 +3,7 @@
 at the start of a session's first cell. A file that fails to load is
 reported on that cell's stderr, never silently skipped."""
 
+import contextlib
 import inspect
 import os
 import sys
@@ -46,10 +47,8 @@ def save_tool(func):
         os.replace(tmp, path)
     except OSError as exc:
         if tmp is not None:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(tmp)
-            except OSError:
-                pass
         raise _disabled(f"{directory} is not writable ({exc.strerror or exc})") from None
     return f"Tool {name!r} saved to {path}; it is loaded automatically in future sessions."
 

@@ -70,12 +70,17 @@ def _annotation(schema, depth=0):
         variants = schema.get("anyOf") or schema.get("oneOf")
         if isinstance(variants, list) and variants:
             types = tuple(_annotation(v, depth + 1) for v in variants)
-            return typing.Union[types] if len(types) > 1 else types[0]
+            return _union(types)
         return typing.Any
     types = tuple(_JSON_TYPES.get(k, typing.Any) for k in choices if isinstance(k, str))
     if not types:
         return typing.Any
-    return typing.Union[types] if len(types) > 1 else types[0]
+    return _union(types)
+
+
+def _union(types):
+    # The members are only known at run time, so `X | Y` syntax cannot spell it.
+    return typing.Union[types] if len(types) > 1 else types[0]  # noqa: UP007
 
 
 def _type_text(schema):
@@ -173,9 +178,12 @@ def build(server, module_name, tool, call):
     annotations = {}
     for p in params or ():
         try:
-            annotations[p.name] = _annotation(p.schema)
+            annotation = _annotation(p.schema)
         except TypeError:  # an enum typing cannot express
-            annotations[p.name] = typing.Any
+            continue
+        # "Any" says nothing a reader of the signature could use.
+        if annotation is not typing.Any:
+            annotations[p.name] = annotation
     func.__annotations__ = annotations
     func.__mcp_tool__ = {"server": server, "tool": tool["name"], "inputSchema": tool.get("input_schema")}
     return func

@@ -111,3 +111,13 @@ fn cancel_during_pending_tool_calls() {
     let out = guest.run("print(await mcp_everything.echo(message='x'))");
     assert_eq!(out.stdout, "Echo: x\n");
 }
+
+#[test]
+fn a_cell_replacing_the_sigint_handler_cannot_escape_the_next_timeout() {
+    let mut guest = Guest::started(vec![]);
+    guest
+        .run("import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)")
+        .assert_success();
+    let out = guest.run_timeout("while True: pass", 300);
+    assert_eq!(out.status(), Status::Timeout);
+}

@@ -155,3 +155,15 @@ fn non_utf8_and_surrogates_do_not_break_capture() {
     );
     assert!(out.stdout.ends_with(" ok\n"), "{}", out.stdout);
 }
+
+#[test]
+fn a_forked_child_writes_through_the_capture_not_the_channel() {
+    let mut guest = Guest::started(vec![]);
+    let out = guest.run(
+        "import os\npid = os.fork()\nif pid == 0:\n    print('child')\n    os._exit(0)\n\
+         os.waitpid(pid, 0)\nprint('parent')",
+    );
+    out.assert_success();
+    assert_eq!(out.stdout, "child\nparent\n");
+    guest.run("print('still framed')").assert_success();
+}

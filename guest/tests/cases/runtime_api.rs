@@ -293,3 +293,85 @@ fn add_servers_installs_more_servers_into_the_live_session() {
         "('everything', 'second-server') True\ncalled ping with {}\nNone\n"
     );
 }
+
+#[test]
+fn odd_schemas_still_give_callable_tools() {
+    let tool = |name: &str, schema: &str| ToolInfo {
+        name: name.into(),
+        alias: String::new(),
+        description: String::new(),
+        input_schema_json: schema.into(),
+    };
+    let odd = ServerInfo {
+        name: "Odd Server!".into(),
+        alias: String::new(),
+        description: String::new(),
+        cwd: String::new(),
+        tools: vec![
+            tool("not json", "{nope"),
+            tool("props-not-dict", "{\"properties\": [1, 2]}"),
+            tool(
+                "names",
+                "{\"properties\": {\"1st\": {}, \"for\": {\"enum\": [[1], {\"a\": 2}]}, \"a b\": {\"type\": [\"string\", \"null\"]}}, \"required\": [\"1st\"]}",
+            ),
+            tool("class", "{\"type\": \"object\", \"properties\": {}}"),
+        ],
+    };
+    let mut guest = Guest::started(vec![odd]);
+    let out = guest.run(
+        "import inspect\nprint(LOADED_MCP_SERVERS, sorted(mcp_odd_server_.__dict__.keys() - {'_mcp_name', '_mcp_alias', '_mcp_functions', '_mcp_by_name'}))\n\
+         print(inspect.signature(mcp_odd_server_.not_json), inspect.signature(mcp_odd_server_.props_not_dict))\n\
+         print(inspect.signature(mcp_odd_server_.names))\n\
+         print(await mcp_odd_server_.names(_1st=1, for_=2, a_b='x'))\nprint(await mcp_odd_server_.class_())",
+    );
+    out.assert_success();
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(
+        lines[0],
+        "('Odd Server!',) ['class_', 'names', 'not_json', 'props_not_dict']"
+    );
+    assert_eq!(lines[1], "(**arguments) (**arguments)");
+    assert_eq!(lines[2], "(*, _1st, for_=None, a_b: Optional[str] = None)");
+    assert_eq!(
+        lines[3],
+        "called names with {\"1st\":1,\"a b\":\"x\",\"for\":2}"
+    );
+    assert_eq!(lines[4], "called class with {}");
+}
+
+#[test]
+fn show_renders_figures_and_pil_like_images() {
+    let mut guest = guest();
+    let out = guest.run(
+        "class Figure:\n    def savefig(self, buf, format, bbox_inches):\n        buf.write(format.encode())\n\
+         class Image:\n    mode = 'RGB'\n    def save(self, buf, format):\n        buf.write(format.encode())\n\
+         class Pyplot:\n    def gcf(self):\n        return Figure()\n\
+         runtime.show(Figure())\nruntime.show(Figure(), mime='image/svg+xml')\nruntime.show(Image())\nruntime.show(Pyplot())\n\
+         try:\n    runtime.show(3)\nexcept TypeError as e:\n    print(e)",
+    );
+    out.assert_success();
+    assert_eq!(
+        out.stdout,
+        "show() takes image bytes, a matplotlib figure or a PIL image, not int\n"
+    );
+    let rich: Vec<(String, String)> = out
+        .finished
+        .rich
+        .iter()
+        .map(|r| {
+            (
+                r.mime_type.clone(),
+                String::from_utf8_lossy(&r.data).into_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rich,
+        vec![
+            ("image/png".to_owned(), "png".to_owned()),
+            ("image/svg+xml".to_owned(), "svg".to_owned()),
+            ("image/png".to_owned(), "PNG".to_owned()),
+            ("image/png".to_owned(), "png".to_owned()),
+        ]
+    );
+}

@@ -27,8 +27,8 @@ fn exec_to_ready_and_cell_round_trip() {
     let first = first.elapsed();
     let mut trips = Vec::new();
     for _ in 0..300 {
-        let id = guest.execute("x += 1", 0);
         let started = Instant::now();
+        let id = guest.execute("x += 1", 0);
         match guest.recv() {
             Some(guest_message::Kind::Finished(f)) => assert_eq!(f.id, id),
             other => panic!("{other:?}"),
