@@ -72,7 +72,12 @@ class Driver:
 
             _rpc.resolve(item[1], item[2], item[3], item[4])
         elif kind == "execute":
-            self.cells.start(item[1], item[2])
+            try:
+                self.cells.start(item[1], item[2])
+            except Exception:  # the host must still get a Finished
+                _codemode.finish(
+                    item[1], "error", ("InternalError", "the guest could not start the cell", traceback.format_exc())
+                )
         elif kind == "init":
             from mcp import _install, _saved
 

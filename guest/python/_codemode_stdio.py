@@ -79,6 +79,11 @@ class CaptureStream(io.TextIOBase):
         _codemode.write_output(self._stream, text)
         return len(text)
 
+    def reconfigure(self, **settings):
+        # Output is always UTF-8 and unbuffered; accept the call so code
+        # that asks for exactly that keeps working.
+        pass
+
     def writelines(self, lines):
         for line in lines:
             self.write(line)

@@ -18,6 +18,7 @@ use pyo3::types::PyDict;
 
 use crate::embedded::{BOOT, MODULES};
 use crate::error::StartupError;
+use crate::pymod::_codemode;
 
 /// Where Debian's python3.11 keeps its stdlib (`<home>/lib/python3.11`), in
 /// the container image and on a host whose /usr bubblewrap binds.
@@ -79,8 +80,6 @@ impl Interpreter {
         })
     }
 }
-
-use crate::pymod::_codemode;
 
 fn load_runtime(py: Python<'_>, wake_fd: i32) -> PyResult<(Py<PyModule>, String)> {
     let boot_code = CString::new(BOOT.text)?;

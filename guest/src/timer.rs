@@ -17,7 +17,10 @@ pub struct Timer {
 impl Timer {
     /// Interrupts cell `id` after `timeout_ms` (0: never).
     pub fn arm(&self, id: u64, timeout_ms: u64) {
-        let at = (timeout_ms > 0).then(|| Instant::now() + Duration::from_millis(timeout_ms));
+        // A timeout too large to represent is no timeout.
+        let at = (timeout_ms > 0)
+            .then(|| Instant::now().checked_add(Duration::from_millis(timeout_ms)))
+            .flatten();
         self.set(at.map(|at| (id, at)));
     }
 

@@ -7,7 +7,6 @@ import contextlib
 import inspect
 import os
 import sys
-import tempfile
 import textwrap
 
 from mcp import _state
@@ -37,6 +36,8 @@ def save_tool(func):
         raise MCPError(f"the source of {name!r} is not available: {exc}", kind="invalid_arguments") from None
     if not source.endswith("\n"):
         source += "\n"
+    import tempfile  # only saving needs it; keeps it off the start-up path
+
     path = os.path.join(directory, f"{name}.py")
     tmp = None
     try:

@@ -121,3 +121,11 @@ fn a_cell_replacing_the_sigint_handler_cannot_escape_the_next_timeout() {
     let out = guest.run_timeout("while True: pass", 300);
     assert_eq!(out.status(), Status::Timeout);
 }
+
+#[test]
+fn an_enormous_timeout_means_no_timeout() {
+    let mut guest = Guest::started(vec![]);
+    let out = guest.run_timeout("print('fine')", u64::MAX);
+    out.assert_success();
+    assert_eq!(out.stdout, "fine\n");
+}

@@ -36,7 +36,7 @@ fn child_processes_and_c_stdio_are_captured() {
 fn output_streams_before_a_long_cell_ends() {
     let mut guest = Guest::started(vec![]);
     let started = Instant::now();
-    let id = guest.execute("import time, os\nprint('early')\nos.write(2, b'raw early\\n')\ntime.sleep(2)\nprint('late')", 0);
+    let id = guest.execute("import time, os\nprint('early')\nos.write(2, b'raw early\\n')\ntime.sleep(4)\nprint('late')", 0);
     let mut seen = String::new();
     while seen.len() < "early\nraw early\n".len() {
         match guest.recv() {
