@@ -77,6 +77,10 @@ class CellRunner:
         try:
             cell.in_user = True
             try:
+                if _codemode.interrupt_reason(cell.id) is not None:
+                    # The interrupt came while the cell was being set up,
+                    # when the handler leaves the cell's own task alone.
+                    raise KeyboardInterrupt
                 hook, self.before_first_cell = self.before_first_cell, None
                 if hook is not None:
                     hook()

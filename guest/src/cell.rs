@@ -91,7 +91,7 @@ pub fn finish(
         message: clip_middle(f.message),
         traceback: clip_middle(f.traceback),
     });
-    let mut finished = Finished {
+    let finished = Finished {
         id,
         status: status as i32,
         error,
@@ -99,23 +99,40 @@ pub fn finish(
         rich: end.rich,
         dropped_output_bytes: end.dropped_output_bytes,
     };
-    let frame = match session.channel.encode(Kind::Finished(finished.clone())) {
-        Err(FrameError::Oversized { len, max }) if !finished.rich.is_empty() => {
-            let note = format!(
-                "[codemode: {} rich output(s) dropped: Finished would be {len} bytes, the frame limit is {max}]\n",
-                finished.rich.len()
-            );
-            send_note(session, id, &note);
-            finished.rich.clear();
-            session.channel.encode(Kind::Finished(finished))
-        }
-        other => other,
-    };
+    let frame = encode_finished(session, finished);
     let bytes = frame.map_err(|source| CellError::Send { id, source })?;
     session
         .channel
         .send_encoded(&bytes)
         .map_err(|source| CellError::Send { id, source })
+}
+
+/// Encodes Finished within the frame limit, shedding what does not fit:
+/// first the rich outputs (with a note on stderr), then the traceback, then
+/// the message. The host must always get a Finished.
+fn encode_finished(session: &Session, mut finished: Finished) -> Result<Vec<u8>, FrameError> {
+    loop {
+        let err = match session.channel.encode(Kind::Finished(finished.clone())) {
+            Err(err @ FrameError::Oversized { .. }) => err,
+            other => return other,
+        };
+        if !finished.rich.is_empty() {
+            if let FrameError::Oversized { len, max } = err {
+                let note = format!(
+                    "[codemode: {} rich output(s) dropped: Finished would be {len} bytes, the frame limit is {max}]\n",
+                    finished.rich.len()
+                );
+                send_note(session, finished.id, &note);
+            }
+            finished.rich.clear();
+            continue;
+        }
+        match finished.error.as_mut() {
+            Some(error) if !error.traceback.is_empty() => error.traceback.clear(),
+            Some(error) if !error.message.is_empty() => error.message.clear(),
+            _ => return Err(err),
+        }
+    }
 }
 
 fn send_note(session: &Session, id: u64, note: &str) {

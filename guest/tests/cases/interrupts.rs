@@ -129,3 +129,12 @@ fn an_enormous_timeout_means_no_timeout() {
     out.assert_success();
     assert_eq!(out.stdout, "fine\n");
 }
+
+#[test]
+fn a_timeout_that_fires_while_the_cell_starts_still_stops_it() {
+    let mut guest = Guest::started(vec![]);
+    for _ in 0..5 {
+        let out = guest.run_timeout("while True: pass", 1);
+        assert_eq!(out.status(), Status::Timeout);
+    }
+}

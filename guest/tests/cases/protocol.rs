@@ -196,3 +196,22 @@ fn bad_command_line_exits_two_with_a_message() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown argument \"--bogus\""));
 }
+
+#[test]
+fn a_tiny_frame_limit_still_gets_every_cell_a_finished() {
+    let mut guest = Guest::spawn();
+    guest.init(Init {
+        limits: Some(codemode_proto::v1::Limits {
+            max_frame_bytes: 200,
+            ..Default::default()
+        }),
+        ..default_init()
+    });
+    let out = guest.run("print('x' * 1000)\nraise ValueError('y' * 5000)");
+    assert_eq!(out.error_type(), "ValueError");
+    assert_eq!(out.stdout, format!("{}\n", "x".repeat(1000)));
+    assert!(
+        out.outputs.len() > 5,
+        "output must come in frames within the limit"
+    );
+}
