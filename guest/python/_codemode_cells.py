@@ -15,6 +15,7 @@ import inspect
 import linecache
 import signal
 import sys
+import traceback
 
 import _codemode
 import _codemode_tb
@@ -63,7 +64,7 @@ class CellRunner:
         cell = Cell(cell_id, code)
         self.current = cell
         cell.task = self.loop.create_task(self._run(cell))
-        cell.task.add_done_callback(lambda task: self._task_done(cell))
+        cell.task.add_done_callback(lambda task: self._task_done(cell, task))
 
     async def _run(self, cell):
         early = _codemode.start_cell(cell.id)
@@ -100,10 +101,11 @@ class CellRunner:
             self._finish(cell, "success", None)
             return
         reason = _codemode.interrupt_reason(cell.id)
-        _, _, text = described = _codemode_tb.describe(error)
+        described = _codemode_tb.describe(error)
         if reason is not None:
             name, message = _INTERRUPT_ERRORS[reason]
-            self._finish(cell, reason, (name, message, text))
+            # The traceback shows where the cell was when it was stopped.
+            self._finish(cell, reason, (name, message, described[2]))
             return
         sys.last_type, sys.last_value, sys.last_traceback = type(error), error, error.__traceback__
         self._finish(cell, "error", described)
@@ -117,12 +119,19 @@ class CellRunner:
         except Exception as exc:  # the host is gone; the reader thread exits
             _codemode.diag(f"cannot finish cell {cell.id}: {exc}")
 
-    def _task_done(self, cell):
-        # A cancel that lands before the task's first step skips _run's body.
-        if not cell.finished:
+    def _task_done(self, cell, task):
+        """Makes sure every cell gets its Finished."""
+        if cell.finished:
+            return
+        if task.cancelled():
+            # A cancel that lands before the task's first step skips _run.
             reason = _codemode.interrupt_reason(cell.id) or "cancelled"
             name, message = _INTERRUPT_ERRORS[reason]
             self._finish(cell, reason, (name, message + " before it started", ""))
+            return
+        failure = task.exception()
+        text = "".join(traceback.format_exception(failure))
+        self._finish(cell, "error", ("InternalError", f"the guest failed to run the cell: {failure!r}", text))
 
     def on_interrupt(self, signum, frame):
         """The SIGINT handler."""
