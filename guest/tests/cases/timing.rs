@@ -52,3 +52,33 @@ fn exec_to_ready_and_cell_round_trip() {
     );
     assert!(median(trips) < Duration::from_millis(50));
 }
+
+#[test]
+fn installing_many_tools() {
+    use codemode_proto::v1::{Init, ServerInfo, ToolInfo};
+    let servers: Vec<ServerInfo> = (0..10)
+        .map(|s| ServerInfo {
+            name: format!("server{s}"),
+            alias: format!("server{s}"),
+            tools: (0..50)
+                .map(|t| ToolInfo {
+                    name: format!("tool_{t}"),
+                    alias: format!("tool_{t}"),
+                    description: "A tool.".into(),
+                    input_schema_json: r#"{"type":"object","properties":{"a":{"type":"string"},"b":{"type":"integer","default":3}},"required":["a"]}"#.into(),
+                })
+                .collect(),
+            ..Default::default()
+        })
+        .collect();
+    let mut guest = Guest::spawn();
+    let started = Instant::now();
+    guest.init(Init {
+        servers,
+        ..default_init()
+    });
+    let out = guest.run("print(len(mcp_servers), len(dir(mcp_server9)) > 50)");
+    let elapsed = started.elapsed();
+    assert_eq!(out.stdout, "10 True\n");
+    eprintln!("Init with 10 servers x 50 tools, then a first cell: {elapsed:?}");
+}
