@@ -39,7 +39,12 @@ pub async fn build(opts: &BuildOptions, progress: &dyn Fn(&str)) -> Result<Built
         "{engine} build --tag {tag} --file {}",
         containerfile.display()
     );
+    let previous = inspect(&opts.engine, &tag, "{{.Id}}")
+        .await
+        .ok()
+        .map(|(_, id)| id);
     run_streaming(command, &shown, progress).await?;
+    remove_replaced(&opts.engine, previous, &tag, progress).await;
     let size_bytes = image_size(&opts.engine, &tag).await?;
     Ok(BuiltImage {
         tag,
@@ -63,12 +68,21 @@ pub async fn image_exists(engine: &Path, tag: &str) -> bool {
 
 /// The image's size in bytes as the engine reports it.
 pub async fn image_size(engine: &Path, tag: &str) -> Result<u64, ImageError> {
-    let shown = format!(
-        "{} image inspect --format {{{{.Size}}}} {tag}",
-        engine.display()
-    );
+    let (shown, text) = inspect(engine, tag, "{{.Size}}").await?;
+    text.trim()
+        .parse()
+        .map_err(|_| ImageError::UnexpectedOutput {
+            command: shown,
+            expected: "a size in bytes",
+            output: text.chars().take(200).collect(),
+        })
+}
+
+/// `<engine> image inspect --format FORMAT TAG`: the command shown in errors and its stdout.
+async fn inspect(engine: &Path, tag: &str, format: &str) -> Result<(String, String), ImageError> {
+    let shown = format!("{} image inspect --format {format} {tag}", engine.display());
     let output = Command::new(engine)
-        .args(["image", "inspect", "--format", "{{.Size}}", tag])
+        .args(["image", "inspect", "--format", format, tag])
         .stdin(Stdio::null())
         .kill_on_drop(true)
         .output()
@@ -77,7 +91,6 @@ pub async fn image_size(engine: &Path, tag: &str) -> Result<u64, ImageError> {
             command: shown.clone(),
             source,
         })?;
-    let stdout = String::from_utf8_lossy(&output.stdout);
     if !output.status.success() {
         return Err(ImageError::CommandFailed {
             command: shown,
@@ -85,14 +98,38 @@ pub async fn image_size(engine: &Path, tag: &str) -> Result<u64, ImageError> {
             output: String::from_utf8_lossy(&output.stderr).into_owned(),
         });
     }
-    stdout
-        .trim()
-        .parse()
-        .map_err(|_| ImageError::UnexpectedOutput {
-            command: shown,
-            expected: "a size in bytes",
-            output: stdout.chars().take(200).collect(),
-        })
+    Ok((
+        shown,
+        String::from_utf8_lossy(&output.stdout).trim().to_string(),
+    ))
+}
+
+/// Removes the image `tag` pointed at before a rebuild, so repeated builds do
+/// not pile up untagged 50-250 MB images. Best effort: an image still used by
+/// a container stays, which is what the engine should decide.
+async fn remove_replaced(
+    engine: &Path,
+    previous: Option<String>,
+    tag: &str,
+    progress: &dyn Fn(&str),
+) {
+    let Some(previous) = previous else { return };
+    let current = inspect(engine, tag, "{{.Id}}").await.ok().map(|(_, id)| id);
+    if current.as_deref() == Some(previous.as_str()) {
+        return;
+    }
+    let removed = Command::new(engine)
+        .args(["image", "rm", &previous])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .status()
+        .await
+        .is_ok_and(|status| status.success());
+    if removed {
+        progress(&format!("removed the previous {tag} image ({previous})"));
+    }
 }
 
 /// Runs `command`, passing its step lines to `progress` and keeping the tail
