@@ -1,11 +1,13 @@
 //! bubblewrap: no image and no daemon. The guest binary and the host's
 //! system directories are bound read-only into an otherwise empty root,
-//! every namespace is unshared, and limits are rlimits set before exec.
+//! every namespace is unshared, and limits come from a per-sandbox cgroup
+//! when one can be created, else from rlimits set before exec.
 
 use std::path::{Path, PathBuf};
 
 use tokio::process::Command;
 
+use super::cgroup::{join_in_child, SandboxCgroup};
 use super::{LaunchSpec, RuntimeError, SandboxProcess, SANDBOX_TOOLS_DIR, SANDBOX_WORKDIR};
 
 /// Where the guest binary appears inside the sandbox.
@@ -77,11 +79,22 @@ impl BwrapBackend {
         cmd.args(self.args(spec));
         cmd.env_clear();
         let limits = spec.limits.clone();
+        let cgroup = SandboxCgroup::create(&spec.name, limits.memory_bytes, limits.pids);
+        let procs = cgroup.as_ref().map(SandboxCgroup::procs_files).unwrap_or_default();
+        let has_cgroup = cgroup.is_some();
         // SAFETY: the closure runs in the forked child before exec and only
-        // calls setrlimit, which is async-signal-safe; it allocates nothing.
+        // calls setrlimit and open/write/close, which are async-signal-safe;
+        // everything it uses was allocated before the fork.
         unsafe {
             cmd.pre_exec(move || {
-                set_limit(libc::RLIMIT_AS, limits.memory_bytes)?;
+                join_in_child(&procs)?;
+                if !has_cgroup {
+                    // Without a cgroup: address space stands in for memory, and
+                    // RLIMIT_NPROC binds when the sandbox user maps to a
+                    // non-root user outside.
+                    set_limit(libc::RLIMIT_AS, limits.memory_bytes)?;
+                    set_limit(libc::RLIMIT_NPROC, u64::from(limits.pids))?;
+                }
                 set_limit(libc::RLIMIT_CPU, limits.cpu_seconds)?;
                 set_limit(libc::RLIMIT_FSIZE, limits.tmpfs_bytes)?;
                 set_limit(libc::RLIMIT_NOFILE, 1024)?;
@@ -89,7 +102,9 @@ impl BwrapBackend {
                 Ok(())
             });
         }
-        SandboxProcess::spawn(cmd, spec.name.clone(), None)
+        let mut process = SandboxProcess::spawn(cmd, spec.name.clone(), None)?;
+        process.cgroup = cgroup;
+        Ok(process)
     }
 }
 

@@ -3,6 +3,7 @@
 //! owns the command lines and their cleanup; it knows nothing of frames.
 
 mod bwrap;
+mod cgroup;
 mod detect;
 mod mounts;
 mod oci;

@@ -26,6 +26,8 @@ pub struct SandboxProcess {
     /// For container backends: the engine and container name to remove.
     container: Option<(PathBuf, String)>,
     pub name: String,
+    /// bubblewrap's per-sandbox cgroup, removed after the process is gone.
+    pub(super) cgroup: Option<super::cgroup::SandboxCgroup>,
 }
 
 impl SandboxProcess {
@@ -61,6 +63,7 @@ impl SandboxProcess {
             pgid,
             container,
             name,
+            cgroup: None,
         })
     }
 
@@ -78,6 +81,9 @@ impl SandboxProcess {
                 }
             }
             self.pgid = None;
+        }
+        if let Some(cg) = self.cgroup.take() {
+            cg.remove();
         }
         if let Some((engine, name)) = self.container.take() {
             let _ = Command::new(engine)
@@ -107,6 +113,9 @@ impl SandboxProcess {
 impl Drop for SandboxProcess {
     fn drop(&mut self) {
         signal_group(self.pgid, libc::SIGKILL);
+        if let Some(cg) = self.cgroup.take() {
+            cg.remove();
+        }
         if let Some((engine, name)) = self.container.take() {
             // Killing the podman client does not stop the container under
             // conmon, so remove it explicitly; detached, as Drop cannot wait.
