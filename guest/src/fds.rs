@@ -26,8 +26,11 @@ pub struct Stdio {
     pub stderr_pipe: OwnedFd,
 }
 
-/// Moves the channel off fds 0/1/2 and installs the capture pipes.
+/// Moves the channel off fds 0/1/2 and installs the capture pipes. Any
+/// other fd the guest inherited is closed first: nothing of the launcher's
+/// (a host pipe, a jobserver, a socket) may reach user code.
 pub fn take_over_stdio() -> Result<Stdio, StartupError> {
+    close_inherited_fds();
     let channel_in = dup_cloexec(0).map_err(|source| StartupError::StdioFd { fd: 0, source })?;
     let channel_out = dup_cloexec(1).map_err(|source| StartupError::StdioFd { fd: 1, source })?;
     let diag = dup_cloexec(2).map_err(|source| StartupError::StdioFd { fd: 2, source })?;
@@ -57,6 +60,30 @@ pub fn take_over_stdio() -> Result<Stdio, StartupError> {
         stdout_pipe,
         stderr_pipe,
     })
+}
+
+/// Closes every fd from 3 up. Runs first thing, so the guest owns none yet.
+fn close_inherited_fds() {
+    // SAFETY: close_range takes plain integers; on kernels without it the
+    // call fails with ENOSYS and the fallback below runs.
+    let rc = unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) };
+    if rc == 0 {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir("/proc/self/fd") else {
+        return;
+    };
+    let fds: Vec<RawFd> = entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .filter(|fd| *fd > 2)
+        .collect();
+    for fd in fds {
+        // SAFETY: closing an fd number nothing in this process uses yet
+        // (read_dir's own fd is closed already and fails harmlessly).
+        unsafe {
+            libc::close(fd);
+        }
+    }
 }
 
 /// A pipe whose write end becomes `target`; returns the non-blocking read end.

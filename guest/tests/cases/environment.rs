@@ -49,15 +49,15 @@ fn the_configuration_is_isolated_and_read_only_friendly() {
 #[test]
 fn the_host_channel_is_out_of_reach_of_user_code() {
     let mut guest = Guest::started(vec![]);
-    // fd 0 is /dev/null and the channel fds are close-on-exec: a child
-    // process sees only fds 0-2.
+    // fd 0 is /dev/null and the channel fds are close-on-exec: a child that
+    // inherits everything it can sees only fds 0-2 (3 is `ls`'s own).
     let out = guest.run(
         "import os, subprocess\nprint(os.readlink('/proc/self/fd/0'))\n\
-         r = subprocess.run(['ls', '/proc/self/fd'], capture_output=True, text=True)\n\
-         print(sorted(int(f) for f in r.stdout.split()) [:3])",
+         r = subprocess.run(['ls', '/proc/self/fd'], capture_output=True, text=True, close_fds=False)\n\
+         print(sorted(int(f) for f in r.stdout.split()))",
     );
     out.assert_success();
-    assert_eq!(out.stdout, "/dev/null\n[0, 1, 2]\n");
+    assert_eq!(out.stdout, "/dev/null\n[0, 1, 2, 3]\n");
 }
 
 #[test]
