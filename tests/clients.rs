@@ -31,8 +31,19 @@ fn inspector_cli_lists_and_calls_run_python() {
     let fx = Fixture::new();
     let inspector = node_dir().join("node_modules/.bin/mcp-inspector");
     assert!(inspector.exists(), "{} missing: run scripts/test.sh", inspector.display());
-    let mut base = vec!["--cli".to_string(), codemode_bin().display().to_string()];
-    base.extend(fx.args("bubblewrap"));
+    // The Inspector parses `--config` itself, so codemode's settings travel
+    // as MCP_* variables here (which also covers that path).
+    let mut base = vec!["--cli".to_string()];
+    for (k, v) in [
+        ("MCP_SERVERS_CONFIG", fx.config().display().to_string()),
+        ("MCP_BRIDGE_RUNTIME", "bubblewrap".to_string()),
+        ("MCP_BRIDGE_STATE_DIR", fx.state().display().to_string()),
+        ("HOME", fx.dir.path().join("home").display().to_string()),
+    ] {
+        base.push("-e".into());
+        base.push(format!("{k}={v}"));
+    }
+    base.push(codemode_bin().display().to_string());
     base.push("serve".into());
     let run = |extra: &[&str]| {
         let out = Command::new(&inspector)

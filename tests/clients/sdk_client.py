@@ -24,10 +24,14 @@ async def main() -> None:
                     "servers": ["everything"],
                 },
             )
-            print("isError:", result.isError)
+            # mcp 2.x names fields in snake_case; 1.x used camelCase.
+            is_error = getattr(result, "is_error", None)
+            if is_error is None:
+                is_error = getattr(result, "isError", None)
+            print("isError:", is_error)
             for item in result.content:
                 print(getattr(item, "text", item))
-            print("structured:", result.structuredContent)
+            print("structured:", getattr(result, "structured_content", None) or getattr(result, "structuredContent", None))
 
 
 asyncio.run(main())
