@@ -18,6 +18,8 @@ NPM_PACKAGES=(
 )
 PIP_PACKAGES=("mcp-server-time==2026.10.19" "mcp==2.3.0")
 APT_PACKAGES=(podman runc bubblewrap uidmap slirp4netns fuse-overlayfs libpython3.11-dev python3.11 python3.11-venv)
+# What the datascience image stages from the host (installed without recommends).
+APT_DATASCIENCE=(python3-numpy python3-pandas python3-matplotlib)
 
 log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 
@@ -33,10 +35,15 @@ install_apt() {
   done
   command -v node >/dev/null || missing+=(nodejs npm)
   command -v cargo >/dev/null || { echo "cargo not found: install Rust (rustup) first" >&2; return 1; }
-  if [ ${#missing[@]} -gt 0 ]; then
-    log "apt: installing ${missing[*]}"
+  local missing_ds=()
+  for p in "${APT_DATASCIENCE[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing_ds+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ] || [ ${#missing_ds[@]} -gt 0 ]; then
+    log "apt: installing ${missing[*]} ${missing_ds[*]}"
     as_root apt-get update -qq
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    [ ${#missing[@]} -eq 0 ] || as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    [ ${#missing_ds[@]} -eq 0 ] || as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing_ds[@]}" >/dev/null
   fi
 }
 
@@ -66,13 +73,10 @@ build_release() {
 }
 
 build_image() {
-  local tag
-  tag="$("$BIN/codemode" image tag 2>/dev/null || true)"
-  if [ -n "$tag" ] && podman image exists "$tag" 2>/dev/null && [ "$(podman image inspect "$tag" --format '{{index .Labels "io.codemode.guest-sha256"}}' 2>/dev/null)" = "$(sha256sum "$BIN/codemode-guest" | cut -d' ' -f1)" ]; then
-    return 0
-  fi
-  log "image: building the sandbox image offline"
+  # `image build` skips the work when the image already holds this guest.
+  log "image: building the sandbox images offline (skipped when up to date)"
   "$BIN/codemode" image build
+  if [ "${1:-}" = all ]; then "$BIN/codemode" image build --variant datascience; fi
 }
 
 # Writes the example servers config pointing at real third-party servers.

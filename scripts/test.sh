@@ -3,7 +3,11 @@
 # formatting, clippy, and the whole test suite against real sandboxes and
 # real MCP servers. A missing tool is installed, never skipped.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-setup_all
+install_apt
+install_servers
+build_release
+build_image all
+write_demo_config
 cd "$ROOT"
 log "cargo fmt --check"
 cargo fmt --all -- --check

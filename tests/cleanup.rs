@@ -10,9 +10,17 @@ async fn nothing_is_left_after_disconnect(runtime: &str) {
     let fx = Fixture::new();
     let state = fx.state().display().to_string();
     let c = fx.client(runtime, &["--warm-pool", "2"]).await;
-    let r = c.run_with("print((await mcp_time.get_current_time(timezone='UTC'))['timezone'])", &["time"]).await;
+    let r = c
+        .run_with(
+            "print((await mcp_time.get_current_time(timezone='UTC'))['timezone'])",
+            &["time"],
+        )
+        .await;
     assert_eq!(r.status(), "success", "{r:?}");
-    assert!(!processes_matching("mcp-server-time").is_empty(), "the proxied server runs while the session lives");
+    assert!(
+        !processes_matching("mcp-server-time").is_empty(),
+        "the proxied server runs while the session lives"
+    );
     let pid = c.pid;
     c.close().await;
     let mut left = Vec::new();
@@ -22,7 +30,14 @@ async fn nothing_is_left_after_disconnect(runtime: &str) {
         left.retain(|p| !p.contains("cargo") && !p.contains("/deps/all-"));
         if runtime == "podman" {
             let out = std::process::Command::new("podman")
-                .args(["ps", "-a", "--filter", &format!("label=io.codemode.owner-pid={pid}"), "--format", "{{.Names}}"])
+                .args([
+                    "ps",
+                    "-a",
+                    "--filter",
+                    &format!("label=io.codemode.owner-pid={pid}"),
+                    "--format",
+                    "{{.Names}}",
+                ])
                 .output()
                 .expect("podman ps");
             let names = String::from_utf8_lossy(&out.stdout).to_string();

@@ -20,7 +20,10 @@ fn python_sdk_client_runs_code_and_calls_a_server() {
         .expect("run the Python SDK client");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "sdk client failed:\n{stdout}\n{stderr}");
+    assert!(
+        out.status.success(),
+        "sdk client failed:\n{stdout}\n{stderr}"
+    );
     assert!(stdout.contains("tools: ['run_python']"), "{stdout}");
     assert!(stdout.contains("isError: False"), "{stdout}");
     assert!(stdout.contains("Echo: from the python sdk"), "{stdout}");
@@ -30,7 +33,11 @@ fn python_sdk_client_runs_code_and_calls_a_server() {
 fn inspector_cli_lists_and_calls_run_python() {
     let fx = Fixture::new();
     let inspector = node_dir().join("node_modules/.bin/mcp-inspector");
-    assert!(inspector.exists(), "{} missing: run scripts/test.sh", inspector.display());
+    assert!(
+        inspector.exists(),
+        "{} missing: run scripts/test.sh",
+        inspector.display()
+    );
     // The Inspector parses `--config` itself, so codemode's settings travel
     // as MCP_* variables here (which also covers that path).
     let mut base = vec!["--cli".to_string()];
@@ -54,11 +61,22 @@ fn inspector_cli_lists_and_calls_run_python() {
             .output()
             .expect("run the inspector");
         let text = String::from_utf8_lossy(&out.stdout).to_string();
-        assert!(out.status.success(), "inspector failed: {text}\n{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "inspector failed: {text}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         text
     };
     let listed = run(&["--method", "tools/list"]);
     assert!(listed.contains("\"run_python\""), "{listed}");
-    let called = run(&["--method", "tools/call", "--tool-name", "run_python", "--tool-arg", "code=print(6*7)"]);
+    let called = run(&[
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "run_python",
+        "--tool-arg",
+        "code=print(6*7)",
+    ]);
     assert!(called.contains("42"), "{called}");
 }

@@ -47,9 +47,19 @@ per_runtime!(calls_real_servers_concurrently);
 async fn servers_can_be_added_to_a_live_session(runtime: &str) {
     let fx = Fixture::new();
     let c = fx.client(runtime, &[]).await;
-    let r = c.run_with("y = 5\nprint(sorted(runtime.discovered_servers()))", &["time"]).await;
+    let r = c
+        .run_with(
+            "y = 5\nprint(sorted(runtime.discovered_servers()))",
+            &["time"],
+        )
+        .await;
     assert_eq!(r.stdout(), "['everything', 'time']\n", "{r:?}");
-    let r = c.run_with("print(y, (await mcp_everything.echo(message='later')))", &["everything"]).await;
+    let r = c
+        .run_with(
+            "print(y, (await mcp_everything.echo(message='later')))",
+            &["everything"],
+        )
+        .await;
     assert_eq!(r.stdout(), "5 Echo: later\n", "{r:?}");
     c.close().await;
 }
@@ -65,7 +75,10 @@ except runtime.MCPError as e:
     print("refused:", e)
 "#;
     let r = c.run_with(code, &["time"]).await;
-    assert!(r.stdout().contains("refused:") && r.stdout().contains("not loaded"), "{r:?}");
+    assert!(
+        r.stdout().contains("refused:") && r.stdout().contains("not loaded"),
+        "{r:?}"
+    );
     c.close().await;
 }
 per_runtime!(a_server_not_requested_is_refused);
@@ -73,13 +86,18 @@ per_runtime!(a_server_not_requested_is_refused);
 async fn exceptions_come_back_as_errors(runtime: &str) {
     let fx = Fixture::new();
     let c = fx.client(runtime, &[]).await;
-    let r = c.run("def f():\n    return 1/0\nprint('before')\nf()").await;
+    let r = c
+        .run("def f():\n    return 1/0\nprint('before')\nf()")
+        .await;
     assert_eq!(r.status(), "error", "{r:?}");
     assert!(r.is_error);
     assert_eq!(r.stdout(), "before\n");
     let err = r.structured["error"].as_str().unwrap_or("");
     assert!(err.contains("ZeroDivisionError"), "{err}");
-    assert!(err.contains("return 1/0"), "traceback shows the user's line: {err}");
+    assert!(
+        err.contains("return 1/0"),
+        "traceback shows the user's line: {err}"
+    );
     assert!(r.text.starts_with("status: error"), "{}", r.text);
     // The session survives an exception and a SystemExit.
     let r = c.run("raise SystemExit(3)").await;
@@ -94,11 +112,15 @@ async fn timeouts_interrupt_and_keep_state(runtime: &str) {
     let fx = Fixture::new();
     let c = fx.client(runtime, &[]).await;
     c.run("kept = 'yes'").await;
-    let r = c.call(json!({"code": "print('started', flush=True)\nwhile True: pass", "timeout": 2})).await;
+    let r = c
+        .call(json!({"code": "print('started', flush=True)\nwhile True: pass", "timeout": 2}))
+        .await;
     assert_eq!(r.status(), "timeout", "{r:?}");
     assert!(r.is_error);
     assert_eq!(r.stdout(), "started\n");
-    let r = c.call(json!({"code": "import asyncio\nawait asyncio.sleep(100)", "timeout": 1})).await;
+    let r = c
+        .call(json!({"code": "import asyncio\nawait asyncio.sleep(100)", "timeout": 1}))
+        .await;
     assert_eq!(r.status(), "timeout", "{r:?}");
     let r = c.run("print(kept)").await;
     assert_eq!(r.stdout(), "yes\n", "state survives timeouts: {r:?}");
@@ -112,9 +134,17 @@ async fn bad_arguments_are_validation_errors(runtime: &str) {
     let r = c.call(json!({"servers": ["time"]})).await;
     assert_eq!(r.status(), "validation_error", "{r:?}");
     assert!(r.is_error);
-    let r = c.call(json!({"code": "print(1)", "servers": ["nope"]})).await;
+    let r = c
+        .call(json!({"code": "print(1)", "servers": ["nope"]}))
+        .await;
     assert_eq!(r.status(), "validation_error");
-    assert!(r.structured["error"].as_str().unwrap_or("").contains("everything, time"), "{r:?}");
+    assert!(
+        r.structured["error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("everything, time"),
+        "{r:?}"
+    );
     let r = c.call(json!({"code": 5})).await;
     assert_eq!(r.status(), "validation_error");
     let r = c.call(json!({"code": "print(1)", "timeout": "soon"})).await;
@@ -160,7 +190,11 @@ async fn tools_list_is_one_small_tool_and_the_manual_is_a_resource() {
     assert_eq!(tools[0].name, "run_python");
     let size = serde_json::to_string(&tools).expect("json").len();
     assert!(size < 1500, "tools/list is {size} bytes");
-    let resources = c.service.list_all_resources().await.expect("resources/list");
+    let resources = c
+        .service
+        .list_all_resources()
+        .await
+        .expect("resources/list");
     assert_eq!(resources.len(), 1);
     c.close().await;
 }
@@ -181,4 +215,35 @@ async fn toon_and_json_output_modes_render_the_same_payload() {
         }
         c.close().await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn datascience_image_has_numpy_pandas_and_returns_a_figure() {
+    let fx = Fixture::new();
+    let tag = {
+        let out = std::process::Command::new(crate::common::codemode_bin())
+            .args(["image", "tag", "--variant", "datascience"])
+            .output()
+            .expect("codemode image tag");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    let c = fx
+        .client("podman", &["--image", &tag, "--memory", "1g"])
+        .await;
+    let code = r#"
+import numpy as np, pandas as pd
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+df = pd.DataFrame({"x": np.arange(5), "y": np.arange(5) ** 2})
+print(df["y"].sum())
+fig, ax = plt.subplots()
+ax.plot(df["x"], df["y"])
+runtime.show(fig)
+"#;
+    let r = c.call(json!({"code": code, "timeout": 120})).await;
+    assert_eq!(r.status(), "success", "{r:?}");
+    assert_eq!(r.stdout(), "30\n");
+    assert_eq!(r.structured["images"], 1, "{r:?}");
+    c.close().await;
 }

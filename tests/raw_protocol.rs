@@ -20,16 +20,22 @@ struct Raw {
 impl Raw {
     async fn start(fx: &Fixture) -> Self {
         let mut cmd = fx.command("bubblewrap", &["serve"]);
-        cmd.stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped());
+        cmd.stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped());
         let mut child = cmd.spawn().expect("spawn codemode");
         let stdin = child.stdin.take().expect("stdin");
         let lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-        let mut raw = Self { stdin, lines, _child: child };
+        let mut raw = Self {
+            stdin,
+            lines,
+            _child: child,
+        };
         raw.send(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}))
             .await;
         raw.until_id(0).await;
-        raw.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+        raw.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
         raw
     }
 
@@ -38,7 +44,10 @@ impl Raw {
     }
 
     async fn send_text(&mut self, text: &str) {
-        self.stdin.write_all(format!("{text}\n").as_bytes()).await.expect("write");
+        self.stdin
+            .write_all(format!("{text}\n").as_bytes())
+            .await
+            .expect("write");
         self.stdin.flush().await.expect("flush");
     }
 
@@ -68,9 +77,11 @@ impl Raw {
 async fn progress_streams_output_and_cancel_interrupts_the_cell() {
     let fx = Fixture::new();
     let mut raw = Raw::start(&fx).await;
-    raw.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-        "name": "run_python", "arguments": {"code": "marker = 'kept'"}}}))
-        .await;
+    raw.send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "run_python", "arguments": {"code": "marker = 'kept'"}}}),
+    )
+    .await;
     raw.until_id(1).await;
 
     raw.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
@@ -83,21 +94,34 @@ async fn progress_streams_output_and_cancel_interrupts_the_cell() {
         let v = raw.next().await;
         if v["method"] == "notifications/progress" {
             assert_eq!(v["params"]["progressToken"], "p1");
-            assert!(v["params"]["message"].as_str().unwrap_or("").contains("tick"), "{v}");
+            assert!(
+                v["params"]["message"]
+                    .as_str()
+                    .unwrap_or("")
+                    .contains("tick"),
+                "{v}"
+            );
             break;
         }
         assert_ne!(v["id"], json!(2), "the call must still be running: {v}");
     }
     raw.send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2, "reason": "test"}}))
         .await;
-    raw.send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
-        "name": "run_python", "arguments": {"code": "print(marker)"}}}))
-        .await;
+    raw.send(
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+        "name": "run_python", "arguments": {"code": "print(marker)"}}}),
+    )
+    .await;
     let (answer, _) = tokio::time::timeout(Duration::from_secs(20), raw.until_id(3))
         .await
         .expect("the cancelled cell stopped well before its 60 s sleep");
-    let text = answer["result"]["structuredContent"]["stdout"].as_str().unwrap_or("");
-    assert_eq!(text, "kept\n", "cell was interrupted before overwriting, state survived: {answer}");
+    let text = answer["result"]["structuredContent"]["stdout"]
+        .as_str()
+        .unwrap_or("");
+    assert_eq!(
+        text, "kept\n",
+        "cell was interrupted before overwriting, state survived: {answer}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -109,5 +133,8 @@ async fn garbage_input_gets_an_error_and_the_server_lives() {
     raw.send(json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "run_python", "arguments": {"code": "print(7)"}}}))
         .await;
     let (answer, _) = raw.until_id(7).await;
-    assert_eq!(answer["result"]["structuredContent"]["stdout"], "7\n", "{answer}");
+    assert_eq!(
+        answer["result"]["structuredContent"]["stdout"], "7\n",
+        "{answer}"
+    );
 }

@@ -42,7 +42,12 @@ print("ifaces", ifaces)
     let r = c.run(&code).await;
     assert_eq!(r.status(), "success", "{r:?}");
     let out = r.stdout();
-    let line = |key: &str| out.lines().find(|l| l.starts_with(&format!("{key} "))).unwrap_or("").to_string();
+    let line = |key: &str| {
+        out.lines()
+            .find(|l| l.starts_with(&format!("{key} ")))
+            .unwrap_or("")
+            .to_string()
+    };
     assert!(line("loopback").contains("denied"), "{out}");
     assert!(line("dns").contains("denied"), "{out}");
     assert!(line("root_write").contains("denied"), "{out}");
@@ -52,7 +57,10 @@ print("ifaces", ifaces)
     assert_eq!(line("root_home"), "root_home False", "{out}");
     assert_eq!(line("checkout"), "checkout False", "{out}");
     assert_eq!(line("tmp_write"), "tmp_write allowed", "{out}");
-    assert!(!line("ifaces").contains("eth"), "only loopback inside: {out}");
+    assert!(
+        !line("ifaces").contains("eth"),
+        "only loopback inside: {out}"
+    );
     drop(listener);
     c.close().await;
 }
@@ -65,7 +73,11 @@ async fn memory_limit_holds(runtime: &str) {
     let r = c
         .call(json!({"code": "blocks = []\nfor i in range(64):\n    blocks.append(bytearray(32 * 1024 * 1024))\nprint('allocated 2 GiB')", "timeout": 60}))
         .await;
-    assert_ne!(r.status(), "success", "allocating 2 GiB under a 256 MiB limit must fail: {r:?}");
+    assert_ne!(
+        r.status(),
+        "success",
+        "allocating 2 GiB under a 256 MiB limit must fail: {r:?}"
+    );
     assert!(!r.stdout().contains("allocated 2 GiB"));
     // The session answers afterwards (in a fresh sandbox if the old one was killed).
     let r = c.run("print('alive')").await;
@@ -104,7 +116,11 @@ for k in kids:
         .nth(1)
         .and_then(|n| n.parse().ok())
         .unwrap_or(999);
-    assert!(forked < 40, "a 32-process limit must stop the fork loop: {}", r.stdout());
+    assert!(
+        forked < 40,
+        "a 32-process limit must stop the fork loop: {}",
+        r.stdout()
+    );
     c.close().await;
 }
 per_runtime!(process_limit_holds);

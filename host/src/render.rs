@@ -60,7 +60,11 @@ pub fn compact_text(out: &RunOutcome) -> String {
         parts.push(format!("error: {}", e.trim_end()));
     }
     if parts.is_empty() {
-        return if out.rich.is_empty() { "success (no output)".into() } else { "success".into() };
+        return if out.rich.is_empty() {
+            "success (no output)".into()
+        } else {
+            "success".into()
+        };
     }
     parts.join("\n")
 }
@@ -72,7 +76,10 @@ pub fn render(out: &RunOutcome, mode: OutputMode) -> CallToolResult {
         OutputMode::Json => serde_json::to_string_pretty(&payload).unwrap_or_default(),
         OutputMode::Toon => match toon_format::encode::encode_default(&payload) {
             Ok(body) => format!("```toon\n{}\n```", body.trim_end()),
-            Err(_) => format!("```json\n{}\n```", serde_json::to_string_pretty(&payload).unwrap_or_default()),
+            Err(_) => format!(
+                "```json\n{}\n```",
+                serde_json::to_string_pretty(&payload).unwrap_or_default()
+            ),
         },
     };
     let mut content = vec![ContentBlock::text(text)];

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use codemode_proto::v1::Stream;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ListResourcesResult,
-    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ReadResourceRequestParams,
+    CallToolRequestParams, CallToolResponse, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, ReadResourceRequestParams,
     ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ServerCapabilities,
     ServerConfig, Tool,
 };
@@ -41,7 +41,10 @@ pub struct CodemodeServer {
 
 impl CodemodeServer {
     pub fn new(bridge: Arc<Bridge>) -> Self {
-        Self { bridge, connection: CONNECTIONS.fetch_add(1, Ordering::SeqCst) }
+        Self {
+            bridge,
+            connection: CONNECTIONS.fetch_add(1, Ordering::SeqCst),
+        }
     }
 }
 
@@ -69,40 +72,75 @@ pub fn tool_definition(max_timeout: u64, default_timeout: u64) -> Tool {
 }
 
 /// Parses `run_python` arguments; `Err` is a validation message.
-pub fn parse_arguments(args: Option<&serde_json::Map<String, Value>>, default_session: &str) -> Result<RunRequest, String> {
+pub fn parse_arguments(
+    args: Option<&serde_json::Map<String, Value>>,
+    default_session: &str,
+) -> Result<RunRequest, String> {
     let empty = serde_json::Map::new();
     let args = args.unwrap_or(&empty);
-    if let Some(unknown) = args.keys().find(|k| !["code", "servers", "timeout", "session"].contains(&k.as_str())) {
-        return Err(format!("unknown argument {unknown:?}; expected code, servers, timeout, session"));
+    if let Some(unknown) = args
+        .keys()
+        .find(|k| !["code", "servers", "timeout", "session"].contains(&k.as_str()))
+    {
+        return Err(format!(
+            "unknown argument {unknown:?}; expected code, servers, timeout, session"
+        ));
     }
     let code = match args.get("code") {
         Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
-        Some(Value::String(_)) | None => return Err("missing 'code': expected a non-empty string of Python".into()),
+        Some(Value::String(_)) | None => {
+            return Err("missing 'code': expected a non-empty string of Python".into())
+        }
         Some(other) => return Err(format!("'code' must be a string, got {other}")),
     };
     let servers = match args.get("servers") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(items)) => items
             .iter()
-            .map(|v| v.as_str().map(str::to_string).ok_or_else(|| format!("'servers' must be a list of names, got item {v}")))
+            .map(|v| {
+                v.as_str()
+                    .map(str::to_string)
+                    .ok_or_else(|| format!("'servers' must be a list of names, got item {v}"))
+            })
             .collect::<Result<_, _>>()?,
-        Some(Value::String(s)) => s.split(',').map(|x| x.trim().to_string()).filter(|x| !x.is_empty()).collect(),
+        Some(Value::String(s)) => s
+            .split(',')
+            .map(|x| x.trim().to_string())
+            .filter(|x| !x.is_empty())
+            .collect(),
         Some(other) => return Err(format!("'servers' must be a list of names, got {other}")),
     };
     let timeout = match args.get("timeout") {
         None | Some(Value::Null) => None,
         Some(Value::Number(n)) => match n.as_f64() {
             Some(f) if f >= 1.0 && f.is_finite() => Some(f.ceil() as u64),
-            _ => return Err(format!("'timeout' must be a positive number of seconds, got {n}")),
+            _ => {
+                return Err(format!(
+                    "'timeout' must be a positive number of seconds, got {n}"
+                ))
+            }
         },
-        Some(other) => return Err(format!("'timeout' must be an integer number of seconds, got {other}")),
+        Some(other) => {
+            return Err(format!(
+                "'timeout' must be an integer number of seconds, got {other}"
+            ))
+        }
     };
     let session = match args.get("session") {
         None | Some(Value::Null) => default_session.to_string(),
         Some(Value::String(s)) if !s.is_empty() && s.len() <= 128 => s.clone(),
-        Some(other) => return Err(format!("'session' must be a short non-empty string, got {other}")),
+        Some(other) => {
+            return Err(format!(
+                "'session' must be a short non-empty string, got {other}"
+            ))
+        }
     };
-    Ok(RunRequest { code, servers, timeout, session })
+    Ok(RunRequest {
+        code,
+        servers,
+        timeout,
+        session,
+    })
 }
 
 /// Streams cell output as MCP progress notifications.
@@ -113,15 +151,24 @@ struct ProgressListener {
 impl OutputListener for ProgressListener {
     fn chunk(&mut self, stream: Stream, data: &[u8]) {
         let text = String::from_utf8_lossy(data);
-        let msg = if stream == Stream::Stderr { format!("stderr: {text}") } else { text.into_owned() };
+        let msg = if stream == Stream::Stderr {
+            format!("stderr: {text}")
+        } else {
+            text.into_owned()
+        };
         let _ = self.tx.send(msg);
     }
 }
 
 impl ServerHandler for CodemodeServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_resources().build())
-            .with_instructions(INSTRUCTIONS)
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .build(),
+        )
+        .with_instructions(INSTRUCTIONS)
     }
 
     async fn list_tools(
@@ -130,7 +177,10 @@ impl ServerHandler for CodemodeServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let s = &self.bridge.settings;
-        Ok(ListToolsResult::with_all_items(vec![tool_definition(s.max_timeout, s.timeout)]))
+        Ok(ListToolsResult::with_all_items(vec![tool_definition(
+            s.max_timeout,
+            s.timeout,
+        )]))
     }
 
     async fn call_tool(
@@ -140,13 +190,26 @@ impl ServerHandler for CodemodeServer {
     ) -> Result<CallToolResponse, McpError> {
         let mode = self.bridge.settings.output_mode;
         if request.name != TOOL_NAME {
-            let out = RunOutcome::failed(RunStatus::ValidationError, format!("unknown tool {:?}; the only tool is {TOOL_NAME}", request.name), vec![]);
+            let out = RunOutcome::failed(
+                RunStatus::ValidationError,
+                format!(
+                    "unknown tool {:?}; the only tool is {TOOL_NAME}",
+                    request.name
+                ),
+                vec![],
+            );
             return Ok(render(&out, mode).into());
         }
         let default_session = format!("connection-{}", self.connection);
         let req = match parse_arguments(request.arguments.as_ref(), &default_session) {
             Ok(r) => r,
-            Err(msg) => return Ok(render(&RunOutcome::failed(RunStatus::ValidationError, msg, vec![]), mode).into()),
+            Err(msg) => {
+                return Ok(render(
+                    &RunOutcome::failed(RunStatus::ValidationError, msg, vec![]),
+                    mode,
+                )
+                .into())
+            }
         };
         let cancel = CancellationToken::new();
         let ct = context.ct.clone();
@@ -176,7 +239,11 @@ impl ServerHandler for CodemodeServer {
                 let _ = forward.await;
                 out
             }
-            None => self.bridge.run(req, &mut crate::sandbox::NoListener, cancel).await,
+            None => {
+                self.bridge
+                    .run(req, &mut crate::sandbox::NoListener, cancel)
+                    .await
+            }
         };
         watcher.abort();
         Ok(render(&result, mode).into())
@@ -205,7 +272,13 @@ impl ServerHandler for CodemodeServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
         if request.uri != MANUAL_URI {
-            return Err(McpError::invalid_params(format!("unknown resource {:?}; the only resource is {MANUAL_URI}", request.uri), None));
+            return Err(McpError::invalid_params(
+                format!(
+                    "unknown resource {:?}; the only resource is {MANUAL_URI}",
+                    request.uri
+                ),
+                None,
+            ));
         }
         let mut contents = ResourceContents::text(MANUAL, MANUAL_URI);
         if let ResourceContents::TextResourceContents { mime_type, .. } = &mut contents {
@@ -214,4 +287,3 @@ impl ServerHandler for CodemodeServer {
         Ok(ReadResourceResult::new(vec![contents]).into())
     }
 }
-

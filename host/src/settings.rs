@@ -61,7 +61,12 @@ pub struct Settings {
     #[arg(long, env = "MCP_BRIDGE_STATE_DIR")]
     pub state_dir: Option<PathBuf>,
     /// Text rendering of results.
-    #[arg(long, env = "MCP_BRIDGE_OUTPUT_MODE", value_enum, default_value = "compact")]
+    #[arg(
+        long,
+        env = "MCP_BRIDGE_OUTPUT_MODE",
+        value_enum,
+        default_value = "compact"
+    )]
     pub output_mode: OutputMode,
     /// Log filter (error, warn, info, debug, trace, or a tracing filter).
     #[arg(long, env = "MCP_BRIDGE_LOG_LEVEL", default_value = "warn")]

@@ -15,12 +15,19 @@ use tempfile::TempDir;
 /// `target/<profile>/` of this build: the test binary lives in `deps/` below it.
 pub fn target_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("test exe");
-    exe.parent().and_then(Path::parent).expect("target dir").to_path_buf()
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("target dir")
+        .to_path_buf()
 }
 
 pub fn codemode_bin() -> PathBuf {
     let p = target_dir().join("codemode");
-    assert!(p.exists(), "{} missing: run scripts/test.sh (it builds the release binaries first)", p.display());
+    assert!(
+        p.exists(),
+        "{} missing: run scripts/test.sh (it builds the release binaries first)",
+        p.display()
+    );
     p
 }
 
@@ -30,16 +37,24 @@ pub fn repo_root() -> PathBuf {
 
 /// Where scripts/lib.sh installed the npm servers.
 pub fn node_dir() -> PathBuf {
-    std::env::var_os("CODEMODE_TEST_NODE_DIR").map(PathBuf::from).unwrap_or_else(|| repo_root().join(".codemode/node"))
+    std::env::var_os("CODEMODE_TEST_NODE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join(".codemode/node"))
 }
 
 pub fn venv() -> PathBuf {
-    std::env::var_os("CODEMODE_TEST_VENV").map(PathBuf::from).unwrap_or_else(|| repo_root().join(".codemode/venv"))
+    std::env::var_os("CODEMODE_TEST_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join(".codemode/venv"))
 }
 
 pub fn everything_js() -> PathBuf {
     let p = node_dir().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    assert!(p.exists(), "{} missing: run scripts/test.sh to install the test servers", p.display());
+    assert!(
+        p.exists(),
+        "{} missing: run scripts/test.sh to install the test servers",
+        p.display()
+    );
     p
 }
 
@@ -55,7 +70,11 @@ impl Fixture {
 
     pub fn with_servers(servers: Value) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
-        std::fs::write(dir.path().join("servers.json"), json!({ "mcpServers": servers }).to_string()).expect("write config");
+        std::fs::write(
+            dir.path().join("servers.json"),
+            json!({ "mcpServers": servers }).to_string(),
+        )
+        .expect("write config");
         std::fs::create_dir_all(dir.path().join("home")).expect("home");
         Self { dir }
     }
@@ -99,7 +118,8 @@ impl Fixture {
     pub async fn client(&self, runtime: &str, extra: &[&str]) -> Client {
         let mut args: Vec<&str> = extra.to_vec();
         args.push("serve");
-        let transport = TokioChildProcess::new(self.command(runtime, &args)).expect("spawn codemode");
+        let transport =
+            TokioChildProcess::new(self.command(runtime, &args)).expect("spawn codemode");
         let pid = transport.id().unwrap_or(0);
         let service = tokio::time::timeout(Duration::from_secs(60), ().serve(transport))
             .await
@@ -187,10 +207,17 @@ impl Client {
 /// Processes whose command line contains `needle` (for leak checks).
 pub fn processes_matching(needle: &str) -> Vec<String> {
     let mut out = Vec::new();
-    let Ok(dir) = std::fs::read_dir("/proc") else { return out };
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return out;
+    };
     for e in dir.flatten() {
         let name = e.file_name();
-        let Some(pid) = name.to_str().filter(|s| s.chars().all(|c| c.is_ascii_digit())) else { continue };
+        let Some(pid) = name
+            .to_str()
+            .filter(|s| s.chars().all(|c| c.is_ascii_digit()))
+        else {
+            continue;
+        };
         if let Ok(cmd) = std::fs::read(format!("/proc/{pid}/cmdline")) {
             let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
             if cmd.contains(needle) {

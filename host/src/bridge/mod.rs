@@ -27,8 +27,8 @@ use crate::runtime::{self, parse_mount, BackendChoice, LaunchSpec, Limits};
 use crate::sandbox::OutputListener;
 use crate::settings::Settings;
 
-/// Largest frame either side sends: fits a big tool result or an image.
-pub const MAX_FRAME_BYTES: usize = 16 * 1024 * 1024;
+/// Largest frame either side sends; the guest reads with the same default.
+pub const MAX_FRAME_BYTES: usize = codemode_proto::DEFAULT_MAX_FRAME_BYTES;
 /// How often idle sessions are looked for.
 const REAP_INTERVAL: Duration = Duration::from_secs(30);
 /// Size of each sandbox tmpfs (`/tmp`, `/workspace`).
@@ -45,7 +45,10 @@ pub enum BridgeError {
     #[error("invalid setting: {0}")]
     Setting(String),
     #[error("cannot prepare the state directory {path}: {source}")]
-    StateDir { path: PathBuf, source: std::io::Error },
+    StateDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
 }
 
 /// Final status of a `run_python` call.
@@ -125,20 +128,31 @@ impl Bridge {
     /// Discovers servers, selects the runtime and prepares the state dir.
     /// Starts nothing yet except (with a warm pool) background sandboxes.
     pub async fn new(settings: Settings) -> Result<Arc<Self>, BridgeError> {
-        let ctx = DiscoveryContext::from_process(settings.configs.clone(), settings.allow_self_server);
+        let ctx =
+            DiscoveryContext::from_process(settings.configs.clone(), settings.allow_self_server);
         let discovery = crate::config::discover(&ctx);
         for problem in &discovery.problems {
             tracing::warn!("config: {problem}");
         }
         let choice = runtime::select_backend(&settings)?;
-        tracing::info!(runtime = choice.backend.name(), "sandbox runtime: {}", choice.reason);
+        tracing::info!(
+            runtime = choice.backend.name(),
+            "sandbox runtime: {}",
+            choice.reason
+        );
 
         let state = settings.state_dir();
         let tools = settings.tools_dir();
-        std::fs::create_dir_all(&tools).map_err(|source| BridgeError::StateDir { path: tools.clone(), source })?;
+        std::fs::create_dir_all(&tools).map_err(|source| BridgeError::StateDir {
+            path: tools.clone(),
+            source,
+        })?;
         // The sandbox user (65534, or a mapped subuid) must be able to write
         // saved tools; the state dir's own permissions keep others out.
-        set_mode(&tools, 0o777).map_err(|source| BridgeError::StateDir { path: tools.clone(), source })?;
+        set_mode(&tools, 0o777).map_err(|source| BridgeError::StateDir {
+            path: tools.clone(),
+            source,
+        })?;
 
         let mut protected = vec![state.clone()];
         if let Ok(exe) = std::env::current_exe() {
@@ -157,8 +171,18 @@ impl Bridge {
             tmpfs_bytes: TMPFS_BYTES,
             cpu_seconds: BWRAP_CPU_SECONDS,
         };
-        let instance = format!("{:x}{:x}", std::process::id(), Instant::now().elapsed().as_nanos() as u32 ^ rand_seed());
-        let spec = LaunchSpec { limits, mounts, tools_dir: Some(tools), instance, name: String::new() };
+        let instance = format!(
+            "{:x}{:x}",
+            std::process::id(),
+            Instant::now().elapsed().as_nanos() as u32 ^ rand_seed()
+        );
+        let spec = LaunchSpec {
+            limits,
+            mounts,
+            tools_dir: Some(tools),
+            instance,
+            name: String::new(),
+        };
 
         if let runtime::Backend::Oci(oci) = &choice.backend {
             let removed = runtime::sweep_stale_containers(oci).await;
@@ -173,12 +197,25 @@ impl Bridge {
             .filter(|(name, _)| Policy::from_settings(&settings).server_allowed(name))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
-        let pool = Arc::new(ServerPool::new(allowed, Duration::from_secs(settings.call_timeout.max(1))));
+        let pool = Arc::new(ServerPool::new(
+            allowed,
+            Duration::from_secs(settings.call_timeout.max(1)),
+        ));
         let audit = match &settings.audit_log {
-            Some(path) => Some(Arc::new(AuditLog::open(path).map_err(|source| BridgeError::StateDir { path: path.clone(), source })?)),
+            Some(path) => Some(Arc::new(AuditLog::open(path).map_err(|source| {
+                BridgeError::StateDir {
+                    path: path.clone(),
+                    source,
+                }
+            })?)),
             None => None,
         };
-        let warm = WarmPool::new(choice.backend.clone(), spec, MAX_FRAME_BYTES, settings.warm_pool);
+        let warm = WarmPool::new(
+            choice.backend.clone(),
+            spec,
+            MAX_FRAME_BYTES,
+            settings.warm_pool,
+        );
         warm.spawn_refill();
         let bridge = Arc::new(Self {
             policy: Policy::from_settings(&settings),
@@ -204,7 +241,10 @@ impl Bridge {
         self.pool
             .configs()
             .values()
-            .map(|c| DiscoveredServer { name: c.name.clone(), description: c.description.clone() })
+            .map(|c| DiscoveredServer {
+                name: c.name.clone(),
+                description: c.description.clone(),
+            })
             .collect()
     }
 
@@ -234,7 +274,11 @@ impl Bridge {
                     Ok(guard) => guard.last_used.elapsed() > idle,
                     Err(_) => false,
                 };
-                if expired { victims.push((id, s)); } else { keep.insert(id, s); }
+                if expired {
+                    victims.push((id, s));
+                } else {
+                    keep.insert(id, s);
+                }
             }
             *sessions = keep;
         }
@@ -278,15 +322,30 @@ impl Bridge {
     ) -> RunOutcome {
         let servers: Vec<String> = {
             let mut seen = BTreeSet::new();
-            req.servers.iter().filter(|s| seen.insert((*s).clone())).cloned().collect()
+            req.servers
+                .iter()
+                .filter(|s| seen.insert((*s).clone()))
+                .cloned()
+                .collect()
         };
         for s in &servers {
             if !self.pool.configs().contains_key(s) {
                 let known: Vec<&str> = self.pool.configs().keys().map(String::as_str).collect();
-                let why = if self.discovery.servers.contains_key(s) { " (denied by the bridge's policy)" } else { "" };
+                let why = if self.discovery.servers.contains_key(s) {
+                    " (denied by the bridge's policy)"
+                } else {
+                    ""
+                };
                 return RunOutcome::failed(
                     RunStatus::ValidationError,
-                    format!("unknown server {s:?}{why}; available: {}", if known.is_empty() { "none configured".to_string() } else { known.join(", ") }),
+                    format!(
+                        "unknown server {s:?}{why}; available: {}",
+                        if known.is_empty() {
+                            "none configured".to_string()
+                        } else {
+                            known.join(", ")
+                        }
+                    ),
                     servers,
                 );
             }
@@ -294,7 +353,9 @@ impl Bridge {
         let timeout = self.settings.clamp_timeout(req.timeout);
         let session = self.session(&req.session).await;
         let mut session = session.lock().await;
-        session.run(self, &req.code, &servers, timeout, listener, cancel).await
+        session
+            .run(self, &req.code, &servers, timeout, listener, cancel)
+            .await
     }
 
     /// Closes every session, the warm pool and the proxied servers.

@@ -16,7 +16,12 @@ pub struct Policy {
 
 impl Policy {
     pub fn from_settings(s: &Settings) -> Self {
-        let set = |v: &[String]| v.iter().map(|x| x.trim().to_string()).filter(|x| !x.is_empty()).collect();
+        let set = |v: &[String]| {
+            v.iter()
+                .map(|x| x.trim().to_string())
+                .filter(|x| !x.is_empty())
+                .collect()
+        };
         Self {
             allow_servers: set(&s.allow_servers),
             deny_servers: set(&s.deny_servers),

@@ -7,7 +7,9 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use codemode_proto::v1::{rpc_request::Call, Detail as WireDetail, ErrorKind, RpcError, ServerInfo};
+use codemode_proto::v1::{
+    rpc_request::Call, Detail as WireDetail, ErrorKind, RpcError, ServerInfo,
+};
 use serde_json::{json, Value};
 
 use super::policy::Policy;
@@ -24,8 +26,13 @@ impl AuditLog {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
         }
-        let file = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
-        Ok(Self { file: Mutex::new(file) })
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)?;
+        Ok(Self {
+            file: Mutex::new(file),
+        })
     }
 
     fn record(&self, entry: Value) {
@@ -44,7 +51,10 @@ pub struct SessionRpc {
 }
 
 fn err(kind: ErrorKind, message: impl Into<String>) -> RpcError {
-    RpcError { kind: kind as i32, message: message.into() }
+    RpcError {
+        kind: kind as i32,
+        message: message.into(),
+    }
 }
 
 fn proxy_err(e: ProxyError) -> RpcError {
@@ -57,7 +67,11 @@ fn proxy_err(e: ProxyError) -> RpcError {
 }
 
 fn detail(d: i32) -> Detail {
-    if d == WireDetail::Full as i32 { Detail::Full } else { Detail::Summary }
+    if d == WireDetail::Full as i32 {
+        Detail::Full
+    } else {
+        Detail::Summary
+    }
 }
 
 impl SessionRpc {
@@ -88,7 +102,11 @@ impl SessionRpc {
             Call::ListServers(_) => json!(self.servers.iter().collect::<Vec<_>>()),
             Call::ListTools(req) => {
                 self.check_server(&req.server)?;
-                let info = self.pool.server_info(&req.server).await.map_err(proxy_err)?;
+                let info = self
+                    .pool
+                    .server_info(&req.server)
+                    .await
+                    .map_err(proxy_err)?;
                 Value::Array(
                     info.tools
                         .iter()
@@ -103,7 +121,11 @@ impl SessionRpc {
             }
             Call::QueryToolDocs(req) => {
                 self.check_server(&req.server)?;
-                let info = self.pool.server_info(&req.server).await.map_err(proxy_err)?;
+                let info = self
+                    .pool
+                    .server_info(&req.server)
+                    .await
+                    .map_err(proxy_err)?;
                 let d = detail(req.detail);
                 if req.tool.is_empty() {
                     Value::Array(info.tools.iter().map(|t| format_doc(&info, t, d)).collect())
@@ -113,13 +135,23 @@ impl SessionRpc {
                         .tools
                         .iter()
                         .find(|t| t.name.to_lowercase() == want || t.alias.to_lowercase() == want)
-                        .ok_or_else(|| err(ErrorKind::NotFound, format!("tool {:?} not found on server {:?}", req.tool, req.server)))?;
+                        .ok_or_else(|| {
+                            err(
+                                ErrorKind::NotFound,
+                                format!("tool {:?} not found on server {:?}", req.tool, req.server),
+                            )
+                        })?;
                     format_doc(&info, tool, d)
                 }
             }
             Call::SearchToolDocs(req) => {
                 let infos = self.infos().await?;
-                Value::Array(search_docs(&infos, &req.query, req.limit, detail(req.detail)))
+                Value::Array(search_docs(
+                    &infos,
+                    &req.query,
+                    req.limit,
+                    detail(req.detail),
+                ))
             }
             Call::CallTool(req) => return self.call_tool(req).await,
         };
@@ -129,23 +161,50 @@ impl SessionRpc {
     async fn call_tool(&self, req: codemode_proto::v1::CallTool) -> Result<String, RpcError> {
         self.check_server(&req.server)?;
         if !self.policy.tool_allowed(&req.server, &req.tool) {
-            return Err(err(ErrorKind::NotAllowed, format!("tool {}.{} is denied by the bridge's policy", req.server, req.tool)));
+            return Err(err(
+                ErrorKind::NotAllowed,
+                format!(
+                    "tool {}.{} is denied by the bridge's policy",
+                    req.server, req.tool
+                ),
+            ));
         }
         let args = if req.arguments_json.trim().is_empty() {
             serde_json::Map::new()
         } else {
             match serde_json::from_str::<Value>(&req.arguments_json) {
                 Ok(Value::Object(m)) => m,
-                Ok(other) => return Err(err(ErrorKind::InvalidArguments, format!("tool arguments must be a JSON object, got {}", type_name(&other)))),
-                Err(e) => return Err(err(ErrorKind::InvalidArguments, format!("tool arguments are not valid JSON: {e}"))),
+                Ok(other) => {
+                    return Err(err(
+                        ErrorKind::InvalidArguments,
+                        format!(
+                            "tool arguments must be a JSON object, got {}",
+                            type_name(&other)
+                        ),
+                    ))
+                }
+                Err(e) => {
+                    return Err(err(
+                        ErrorKind::InvalidArguments,
+                        format!("tool arguments are not valid JSON: {e}"),
+                    ))
+                }
             }
         };
         let started = Instant::now();
         let result = self.pool.call_tool(&req.server, &req.tool, args).await;
         let (status, answer) = match result {
             Ok(r) => {
-                let text = serde_json::to_string(&r).map_err(|e| err(ErrorKind::Internal, e.to_string()))?;
-                (if r.is_error == Some(true) { "tool_error" } else { "ok" }, Ok(text))
+                let text = serde_json::to_string(&r)
+                    .map_err(|e| err(ErrorKind::Internal, e.to_string()))?;
+                (
+                    if r.is_error == Some(true) {
+                        "tool_error"
+                    } else {
+                        "ok"
+                    },
+                    Ok(text),
+                )
             }
             Err(e) => ("failed", Err(proxy_err(e))),
         };

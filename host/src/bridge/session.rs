@@ -28,7 +28,13 @@ pub struct Session {
 
 impl Session {
     pub fn new(id: String) -> Self {
-        Self { id, sandbox: None, servers: BTreeSet::new(), last_used: Instant::now(), lost: None }
+        Self {
+            id,
+            sandbox: None,
+            servers: BTreeSet::new(),
+            last_used: Instant::now(),
+            lost: None,
+        }
     }
 
     pub async fn close(&mut self) {
@@ -40,28 +46,48 @@ impl Session {
     async fn infos(bridge: &Bridge, names: &BTreeSet<String>) -> Result<Vec<ServerInfo>, String> {
         let mut out = Vec::new();
         for n in names {
-            out.push(bridge.pool.server_info(n).await.map_err(|e| e.to_string())?);
+            out.push(
+                bridge
+                    .pool
+                    .server_info(n)
+                    .await
+                    .map_err(|e| e.to_string())?,
+            );
         }
         Ok(out)
     }
 
     /// Makes sure a live, initialized sandbox with `wanted` servers exists.
-    async fn prepare(&mut self, bridge: &Arc<Bridge>, wanted: &[String], notes: &mut Vec<String>) -> Result<(), String> {
+    async fn prepare(
+        &mut self,
+        bridge: &Arc<Bridge>,
+        wanted: &[String],
+        notes: &mut Vec<String>,
+    ) -> Result<(), String> {
         if let Some(sb) = self.sandbox.as_mut() {
             if !sb.is_alive() {
                 self.sandbox = None;
-                self.lost.get_or_insert_with(|| "the sandbox exited (out of memory or killed)".into());
+                self.lost
+                    .get_or_insert_with(|| "the sandbox exited (out of memory or killed)".into());
             }
         }
         if let Some(why) = self.lost.take() {
             notes.push(format!("note: {why}; this call runs in a fresh sandbox and earlier variables and imports are gone"));
         }
-        let new: BTreeSet<String> = wanted.iter().filter(|s| !self.servers.contains(*s)).cloned().collect();
+        let new: BTreeSet<String> = wanted
+            .iter()
+            .filter(|s| !self.servers.contains(*s))
+            .cloned()
+            .collect();
         if self.sandbox.is_none() {
             let mut all = self.servers.clone();
             all.extend(new.iter().cloned());
             let infos = Self::infos(bridge, &all).await?;
-            let mut sb = bridge.warm_pool().take().await.map_err(|e| format!("could not start a sandbox: {e}"))?;
+            let mut sb = bridge
+                .warm_pool()
+                .take()
+                .await
+                .map_err(|e| format!("could not start a sandbox: {e}"))?;
             let init = Init {
                 protocol_major: codemode_proto::PROTOCOL_MAJOR,
                 protocol_minor: codemode_proto::PROTOCOL_MINOR,
@@ -74,13 +100,17 @@ impl Session {
                 }),
                 tools_dir: SANDBOX_TOOLS_DIR.to_string(),
             };
-            sb.init(init).await.map_err(|e| format!("could not initialize the sandbox: {e}"))?;
+            sb.init(init)
+                .await
+                .map_err(|e| format!("could not initialize the sandbox: {e}"))?;
             self.sandbox = Some(sb);
             self.servers = all;
         } else if !new.is_empty() {
             let infos = Self::infos(bridge, &new).await?;
             if let Some(sb) = self.sandbox.as_mut() {
-                sb.add_servers(infos).await.map_err(|e| format!("could not add servers to the sandbox: {e}"))?;
+                sb.add_servers(infos)
+                    .await
+                    .map_err(|e| format!("could not add servers to the sandbox: {e}"))?;
             }
             self.servers.extend(new);
         }
@@ -111,12 +141,17 @@ impl Session {
             audit: bridge.audit(),
         });
         let Some(sb) = self.sandbox.as_mut() else {
-            return RunOutcome::failed(RunStatus::Error, "internal: no sandbox after prepare", wanted.to_vec());
+            return RunOutcome::failed(
+                RunStatus::Error,
+                "internal: no sandbox after prepare",
+                wanted.to_vec(),
+            );
         };
         let req = CellRequest {
             code: code.to_string(),
             timeout,
-            max_output_bytes: usize::try_from(bridge.settings.max_output_bytes).unwrap_or(usize::MAX),
+            max_output_bytes: usize::try_from(bridge.settings.max_output_bytes)
+                .unwrap_or(usize::MAX),
             call_budget: bridge.settings.call_budget,
             handler: Arc::new(handler),
             listener,
@@ -141,7 +176,9 @@ impl Session {
                 };
                 let error = match (&cell.error, status) {
                     (Some(e), _) => Some(format_py_error(e)),
-                    (None, RunStatus::Timeout) => Some(format!("execution exceeded {}s", timeout.as_secs())),
+                    (None, RunStatus::Timeout) => {
+                        Some(format!("execution exceeded {}s", timeout.as_secs()))
+                    }
                     (None, RunStatus::Cancelled) => Some("execution was cancelled".into()),
                     _ => None,
                 };
@@ -163,7 +200,8 @@ impl Session {
                 }
                 self.lost = None;
                 notes.push("note: the sandbox was discarded; the next call starts a fresh one without earlier state".into());
-                let mut out = RunOutcome::failed(RunStatus::Error, format!("sandbox failed: {e}"), servers);
+                let mut out =
+                    RunOutcome::failed(RunStatus::Error, format!("sandbox failed: {e}"), servers);
                 out.notes = notes;
                 out
             }
@@ -172,11 +210,19 @@ impl Session {
 }
 
 fn format_py_error(e: &codemode_proto::v1::PyError) -> String {
-    let head = if e.message.is_empty() { e.r#type.clone() } else { format!("{}: {}", e.r#type, e.message) };
+    let head = if e.message.is_empty() {
+        e.r#type.clone()
+    } else {
+        format!("{}: {}", e.r#type, e.message)
+    };
     if e.traceback.trim().is_empty() {
         head
     } else {
         let tb = e.traceback.trim_end();
-        if tb.ends_with(&head) { tb.to_string() } else { format!("{tb}\n{head}") }
+        if tb.ends_with(&head) {
+            tb.to_string()
+        } else {
+            format!("{tb}\n{head}")
+        }
     }
 }

@@ -83,7 +83,9 @@ impl WarmPool {
     }
 
     async fn refill(&self) {
-        let Ok(_guard) = self.refilling.try_lock() else { return };
+        let Ok(_guard) = self.refilling.try_lock() else {
+            return;
+        };
         while !self.closed.load(Ordering::SeqCst) && self.ready.lock().await.len() < self.target {
             match self.start_one().await {
                 Ok(sb) => {

@@ -17,24 +17,43 @@ pub async fn run(settings: &Settings) -> ExitCode {
     let mut healthy = true;
     let choice = match crate::runtime::select_backend(settings) {
         Ok(c) => {
-            report(true, "runtime", &format!("{} ({})", c.backend.name(), c.reason));
+            report(
+                true,
+                "runtime",
+                &format!("{} ({})", c.backend.name(), c.reason),
+            );
             c
         }
         Err(e) => {
-            report(false, "runtime", &format!("{e}. Fix: apt-get install podman runc bubblewrap, or set --runtime"));
+            report(
+                false,
+                "runtime",
+                &format!("{e}. Fix: apt-get install podman runc bubblewrap, or set --runtime"),
+            );
             return ExitCode::from(1);
         }
     };
     if let crate::runtime::Backend::Oci(oci) = &choice.backend {
         let exists = crate::image::image_exists(&oci.binary, &oci.image).await;
-        report(exists, "image", &if exists {
-            oci.image.clone()
-        } else {
-            format!("{} is missing. Fix: `codemode image build` (or run with --runtime bubblewrap)", oci.image)
-        });
+        report(
+            exists,
+            "image",
+            &if exists {
+                oci.image.clone()
+            } else {
+                format!(
+                    "{} is missing. Fix: `codemode image build` (or run with --runtime bubblewrap)",
+                    oci.image
+                )
+            },
+        );
         healthy &= exists;
         if let Some(rt) = &oci.oci_runtime {
-            report(true, "oci runtime", &format!("{rt} (override with --oci-runtime)"));
+            report(
+                true,
+                "oci runtime",
+                &format!("{rt} (override with --oci-runtime)"),
+            );
         }
     }
     let mut s = settings.clone();
@@ -55,23 +74,48 @@ pub async fn run(settings: &Settings) -> ExitCode {
         timeout: Some(30),
         session: "doctor".into(),
     };
-    let out = bridge.run(req, &mut crate::sandbox::NoListener, Default::default()).await;
+    let out = bridge
+        .run(req, &mut crate::sandbox::NoListener, Default::default())
+        .await;
     let ok = out.status == RunStatus::Success;
-    report(ok, "sandbox", &if ok {
-        format!("guest answered, Python {} in {:.0} ms", out.stdout.trim(), out.duration.as_secs_f64() * 1000.0)
-    } else {
-        format!("{}. Fix: see the log above; for a stale image run `codemode image build`", out.error.clone().unwrap_or_default())
-    });
+    report(
+        ok,
+        "sandbox",
+        &if ok {
+            format!(
+                "guest answered, Python {} in {:.0} ms",
+                out.stdout.trim(),
+                out.duration.as_secs_f64() * 1000.0
+            )
+        } else {
+            format!(
+                "{}. Fix: see the log above; for a stale image run `codemode image build`",
+                out.error.clone().unwrap_or_default()
+            )
+        },
+    );
     healthy &= ok;
     for name in bridge.pool.configs().keys() {
         match bridge.pool.tools(name).await {
-            Ok(t) => report(true, &format!("server {name}"), &format!("{} tools", t.len())),
+            Ok(t) => report(
+                true,
+                &format!("server {name}"),
+                &format!("{} tools", t.len()),
+            ),
             Err(e) => {
                 healthy = false;
-                report(false, &format!("server {name}"), &format!("{e}. Fix: run its command by hand to see why it fails"));
+                report(
+                    false,
+                    &format!("server {name}"),
+                    &format!("{e}. Fix: run its command by hand to see why it fails"),
+                );
             }
         }
     }
     bridge.shutdown().await;
-    if healthy { ExitCode::SUCCESS } else { ExitCode::from(1) }
+    if healthy {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
 }

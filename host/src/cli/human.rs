@@ -37,7 +37,11 @@ pub fn finish_run(out: &RunOutcome) -> ExitCode {
         eprintln!("codemode: {note}");
     }
     for image in &out.rich {
-        eprintln!("codemode: the cell returned an image ({}, {} bytes)", image.mime_type, image.data.len());
+        eprintln!(
+            "codemode: the cell returned an image ({}, {} bytes)",
+            image.mime_type,
+            image.data.len()
+        );
     }
     if let Some(e) = &out.error {
         eprintln!("{}", e.trim_end());
@@ -58,7 +62,10 @@ pub fn finish_run(out: &RunOutcome) -> ExitCode {
 }
 
 pub async fn servers(settings: &Settings, with_tools: bool) -> ExitCode {
-    let ctx = crate::config::DiscoveryContext::from_process(settings.configs.clone(), settings.allow_self_server);
+    let ctx = crate::config::DiscoveryContext::from_process(
+        settings.configs.clone(),
+        settings.allow_self_server,
+    );
     let found = crate::config::discover(&ctx);
     for p in &found.problems {
         eprintln!("warning: {p}");
@@ -67,10 +74,18 @@ pub async fn servers(settings: &Settings, with_tools: bool) -> ExitCode {
         println!("no MCP servers found; add one with --config FILE or see `codemode --help`");
         return ExitCode::SUCCESS;
     }
-    let pool = crate::proxy::ServerPool::new(found.servers.clone(), std::time::Duration::from_secs(settings.call_timeout.max(1)));
+    let pool = crate::proxy::ServerPool::new(
+        found.servers.clone(),
+        std::time::Duration::from_secs(settings.call_timeout.max(1)),
+    );
     let mut failed = false;
     for (name, cfg) in &found.servers {
-        let mut line = format!("{name}\t{}\t{} ({})", pool.alias(name), cfg.source.display(), cfg.source_name);
+        let mut line = format!(
+            "{name}\t{}\t{} ({})",
+            pool.alias(name),
+            cfg.source.display(),
+            cfg.source_name
+        );
         if with_tools {
             match pool.tools(name).await {
                 Ok(tools) => line.push_str(&format!("\t{} tools", tools.len())),
@@ -89,16 +104,30 @@ pub async fn servers(settings: &Settings, with_tools: bool) -> ExitCode {
         eprintln!("skipped: {s}");
     }
     pool.shutdown_all().await;
-    if failed { ExitCode::from(1) } else { ExitCode::SUCCESS }
+    if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
-pub async fn image_build(settings: &Settings, variant: crate::image::Variant, tag: Option<String>) -> ExitCode {
+pub fn print_line(text: &str) -> ExitCode {
+    println!("{text}");
+    ExitCode::SUCCESS
+}
+
+pub async fn image_build(
+    settings: &Settings,
+    variant: crate::image::Variant,
+    tag: Option<String>,
+    force: bool,
+) -> ExitCode {
     let engine = match crate::runtime::select_backend(settings) {
         Ok(choice) => match choice.backend {
             crate::runtime::Backend::Oci(oci) => oci.binary,
-            crate::runtime::Backend::Bubblewrap(_) => {
-                return fail("building an image needs podman or docker; the bubblewrap runtime needs no image")
-            }
+            crate::runtime::Backend::Bubblewrap(_) => return fail(
+                "building an image needs podman or docker; the bubblewrap runtime needs no image",
+            ),
         },
         Err(_) => match crate::runtime::which_engine() {
             Some(p) => p,
@@ -108,11 +137,30 @@ pub async fn image_build(settings: &Settings, variant: crate::image::Variant, ta
     let Some(guest) = crate::runtime::guest_path(settings).filter(|p| p.exists()) else {
         return fail("codemode-guest not found next to codemode; build it (`cargo build --release -p codemode-guest`) or pass --guest PATH");
     };
-    let opts = crate::image::BuildOptions { variant, guest, engine, tag };
+    let opts = crate::image::BuildOptions {
+        variant,
+        guest,
+        engine,
+        tag,
+        force,
+    };
     let progress = |msg: &str| eprintln!("  {msg}");
     match crate::image::build(&opts, &progress).await {
+        Ok(built) if built.up_to_date => {
+            println!(
+                "{} is up to date ({:.1} MB)",
+                built.tag,
+                built.size_bytes as f64 / 1e6
+            );
+            ExitCode::SUCCESS
+        }
         Ok(built) => {
-            println!("built {} ({:.1} MB, {} files)", built.tag, built.size_bytes as f64 / 1e6, built.staged_files);
+            println!(
+                "built {} ({:.1} MB, {} files)",
+                built.tag,
+                built.size_bytes as f64 / 1e6,
+                built.staged_files
+            );
             ExitCode::SUCCESS
         }
         Err(e) => fail(&e.to_string()),
@@ -129,7 +177,12 @@ pub fn tools(settings: &Settings, action: ToolsAction) -> ExitCode {
             };
             let mut names: Vec<String> = entries
                 .filter_map(|e| e.ok())
-                .filter_map(|e| e.file_name().to_str().and_then(|n| n.strip_suffix(".py")).map(str::to_string))
+                .filter_map(|e| {
+                    e.file_name()
+                        .to_str()
+                        .and_then(|n| n.strip_suffix(".py"))
+                        .map(str::to_string)
+                })
                 .collect();
             names.sort();
             if names.is_empty() {

@@ -15,7 +15,11 @@ use rmcp::ServiceExt;
 use crate::settings::Settings;
 
 #[derive(Debug, Parser)]
-#[command(name = "codemode", version, about = "An MCP server whose one tool, run_python, runs Python in a sandbox where your MCP servers are modules.")]
+#[command(
+    name = "codemode",
+    version,
+    about = "An MCP server whose one tool, run_python, runs Python in a sandbox where your MCP servers are modules."
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -67,6 +71,14 @@ pub enum ImageAction {
         /// Image tag (default: the tag this build expects).
         #[arg(long)]
         tag: Option<String>,
+        /// Rebuild even if the image already holds this guest.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Print the tag of the image this build of codemode runs.
+    Tag {
+        #[arg(long, value_enum, default_value = "default")]
+        variant: crate::image::Variant,
     },
 }
 
@@ -92,18 +104,37 @@ fn init_logging(level: &str) {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(&cli.settings.log_level);
-    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => return human::fail(&format!("cannot start the async runtime: {e}")),
     };
     rt.block_on(async move {
         match cli.command.unwrap_or(Command::Serve) {
             Command::Serve => serve(cli.settings).await,
-            Command::Run { servers, cell_timeout, code } => run_once(cli.settings, servers, cell_timeout, code).await,
+            Command::Run {
+                servers,
+                cell_timeout,
+                code,
+            } => run_once(cli.settings, servers, cell_timeout, code).await,
             Command::Servers { tools } => human::servers(&cli.settings, tools).await,
             Command::Doctor => doctor::run(&cli.settings).await,
-            Command::Image { action: ImageAction::Build { variant, tag } } => human::image_build(&cli.settings, variant, tag).await,
-            Command::Tools { action } => human::tools(&cli.settings, action.unwrap_or(ToolsAction::List)),
+            Command::Image {
+                action:
+                    ImageAction::Build {
+                        variant,
+                        tag,
+                        force,
+                    },
+            } => human::image_build(&cli.settings, variant, tag, force).await,
+            Command::Image {
+                action: ImageAction::Tag { variant },
+            } => human::print_line(&crate::image::image_tag(variant)),
+            Command::Tools { action } => {
+                human::tools(&cli.settings, action.unwrap_or(ToolsAction::List))
+            }
         }
     })
 }
@@ -121,7 +152,8 @@ async fn serve(settings: Settings) -> ExitCode {
             return human::fail(&format!("MCP initialization failed: {e}"));
         }
     };
-    let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    let mut sigterm =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
     let term = async {
         match sigterm.as_mut() {
             Some(s) => {
@@ -139,7 +171,12 @@ async fn serve(settings: Settings) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-async fn run_once(settings: Settings, servers: Vec<String>, timeout: Option<u64>, code: String) -> ExitCode {
+async fn run_once(
+    settings: Settings,
+    servers: Vec<String>,
+    timeout: Option<u64>,
+    code: String,
+) -> ExitCode {
     let code = if code == "-" {
         let mut s = String::new();
         if let Err(e) = std::io::stdin().read_to_string(&mut s) {
@@ -156,7 +193,12 @@ async fn run_once(settings: Settings, servers: Vec<String>, timeout: Option<u64>
         Ok(b) => b,
         Err(e) => return human::fail(&e.to_string()),
     };
-    let req = crate::bridge::RunRequest { code, servers, timeout, session: "cli".into() };
+    let req = crate::bridge::RunRequest {
+        code,
+        servers,
+        timeout,
+        session: "cli".into(),
+    };
     let cancel = tokio_util::sync::CancellationToken::new();
     let c2 = cancel.clone();
     tokio::spawn(async move {

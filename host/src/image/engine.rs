@@ -19,6 +19,23 @@ const KEPT_LINES: usize = 40;
 /// the calling thread (seconds of file copying); the engine runs as a child.
 pub async fn build(opts: &BuildOptions, progress: &dyn Fn(&str)) -> Result<BuiltImage, ImageError> {
     let tag = opts.tag.clone().unwrap_or_else(|| image_tag(opts.variant));
+    let fingerprint = guest_fingerprint(&opts.guest, opts.variant.name())?;
+    if !opts.force {
+        let format = format!("{{{{index .Labels \"{FINGERPRINT_LABEL}\"}}}}");
+        if let Ok((_, label)) = inspect(&opts.engine, &tag, &format).await {
+            if label == fingerprint {
+                progress(&format!(
+                    "{tag} already holds this guest; nothing to build (--force rebuilds)"
+                ));
+                return Ok(BuiltImage {
+                    size_bytes: image_size(&opts.engine, &tag).await?,
+                    tag,
+                    staged_files: 0,
+                    up_to_date: true,
+                });
+            }
+        }
+    }
     let scratch = ScratchDir::create()?;
     let staged_files = stage(opts.variant, &opts.guest, scratch.path(), progress)?;
     let engine = opts.engine.display().to_string();
@@ -32,6 +49,8 @@ pub async fn build(opts: &BuildOptions, progress: &dyn Fn(&str)) -> Result<Built
         .arg("--no-cache")
         .arg("--tag")
         .arg(&tag)
+        .arg("--label")
+        .arg(format!("{FINGERPRINT_LABEL}={fingerprint}"))
         .arg("--file")
         .arg(&containerfile)
         .arg(scratch.path());
@@ -50,7 +69,28 @@ pub async fn build(opts: &BuildOptions, progress: &dyn Fn(&str)) -> Result<Built
         tag,
         size_bytes,
         staged_files,
+        up_to_date: false,
     })
+}
+
+/// Label holding [`guest_fingerprint`] of the guest an image was built with.
+pub const FINGERPRINT_LABEL: &str = "io.codemode.guest-fingerprint";
+
+/// Identifies a guest binary and variant, so a rebuild can be skipped when
+/// the image already holds exactly this guest. Not a security hash: a
+/// mismatch only costs a rebuild.
+fn guest_fingerprint(guest: &Path, variant: &str) -> Result<String, ImageError> {
+    use std::hash::{Hash, Hasher};
+    let bytes = std::fs::read(guest).map_err(|source| ImageError::Io {
+        action: "read the guest binary",
+        path: guest.to_path_buf(),
+        source,
+    })?;
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    bytes.hash(&mut h);
+    variant.hash(&mut h);
+    env!("CARGO_PKG_VERSION").hash(&mut h);
+    Ok(format!("{:016x}-{}", h.finish(), bytes.len()))
 }
 
 /// Whether the engine has an image called `tag` locally.

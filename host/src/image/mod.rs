@@ -79,6 +79,8 @@ pub struct BuildOptions {
     pub engine: PathBuf,
     /// A tag instead of [`image_tag`]`(variant)`.
     pub tag: Option<String>,
+    /// Rebuild even when the image already holds this guest.
+    pub force: bool,
 }
 
 /// What [`build`] built.
@@ -88,8 +90,10 @@ pub struct BuiltImage {
     pub tag: String,
     /// Its size as the engine reports it.
     pub size_bytes: u64,
-    /// Files and symlinks staged into it.
+    /// Files and symlinks staged into it (0 when it was up to date).
     pub staged_files: usize,
+    /// The existing image already held this guest; nothing was built.
+    pub up_to_date: bool,
 }
 
 #[cfg(test)]

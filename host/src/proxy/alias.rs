@@ -6,9 +6,9 @@ use std::collections::BTreeSet;
 
 const PY_KEYWORDS: &[&str] = &[
     "false", "none", "true", "and", "as", "assert", "async", "await", "break", "class", "continue",
-    "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if", "import", "in",
-    "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try", "while", "with",
-    "yield", "match", "case", "type",
+    "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if", "import",
+    "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try", "while",
+    "with", "yield", "match", "case", "type",
 ];
 
 /// The identifier for one name, before collision numbering.

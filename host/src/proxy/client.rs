@@ -28,7 +28,9 @@ const EXIT_GRACE: Duration = Duration::from_secs(2);
 
 /// Variables passed through from codemode's own environment; everything
 /// else a server needs must be in its config's `env`.
-const BASE_ENV: &[&str] = &["PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TMPDIR", "TZ", "SHELL", "TERM"];
+const BASE_ENV: &[&str] = &[
+    "PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TMPDIR", "TZ", "SHELL", "TERM",
+];
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProxyError {
@@ -37,8 +39,14 @@ pub enum ProxyError {
     #[error("server {server:?} failed to start: {message}")]
     Start { server: String, message: String },
     #[error("server {server:?} did not finish {what} within {secs}s")]
-    Timeout { server: String, what: &'static str, secs: u64 },
-    #[error("server {server:?} stopped responding ({message}); it will be restarted on the next call")]
+    Timeout {
+        server: String,
+        what: &'static str,
+        secs: u64,
+    },
+    #[error(
+        "server {server:?} stopped responding ({message}); it will be restarted on the next call"
+    )]
     Crashed { server: String, message: String },
     #[error("server {server:?} answered with an error: {message}")]
     Remote { server: String, message: String },
@@ -124,8 +132,15 @@ impl ProxiedServer {
                 kill_group(pgid);
                 // Give the stderr forwarder a moment to collect the reason.
                 tokio::time::sleep(Duration::from_millis(100)).await;
-                let tail = recent_stderr.lock().map(|r| r.join("\n")).unwrap_or_default();
-                let detail = if tail.is_empty() { String::new() } else { format!("; its stderr:\n{tail}") };
+                let tail = recent_stderr
+                    .lock()
+                    .map(|r| r.join("\n"))
+                    .unwrap_or_default();
+                let detail = if tail.is_empty() {
+                    String::new()
+                } else {
+                    format!("; its stderr:\n{tail}")
+                };
                 return Err(start_err(format!("initialize failed: {e}{detail}")));
             }
             Err(_) => {
@@ -173,11 +188,18 @@ impl ProxiedServer {
         let tools = match tokio::time::timeout(timeout, self.peer.list_all_tools()).await {
             Ok(Ok(t)) => Arc::new(t),
             Ok(Err(rmcp::service::ServiceError::McpError(e))) => {
-                return Err(ProxyError::Remote { server: self.name.clone(), message: e.message.to_string() })
+                return Err(ProxyError::Remote {
+                    server: self.name.clone(),
+                    message: e.message.to_string(),
+                })
             }
             Ok(Err(e)) => return Err(self.crashed(e.to_string())),
             Err(_) => {
-                return Err(ProxyError::Timeout { server: self.name.clone(), what: "tools/list", secs: timeout.as_secs() })
+                return Err(ProxyError::Timeout {
+                    server: self.name.clone(),
+                    what: "tools/list",
+                    secs: timeout.as_secs(),
+                })
             }
         };
         *cached = Some(tools.clone());
@@ -256,7 +278,9 @@ fn signal_group(pgid: Option<i32>, signal: i32) {
 
 /// Polls until no process is left in the group (or the bound passes).
 async fn wait_group_gone(pgid: Option<i32>, bound: Duration) -> bool {
-    let Some(pgid) = pgid.filter(|p| *p > 1) else { return true };
+    let Some(pgid) = pgid.filter(|p| *p > 1) else {
+        return true;
+    };
     let until = tokio::time::Instant::now() + bound;
     loop {
         // SAFETY: signal 0 only checks whether the group has members.

@@ -11,7 +11,11 @@ pub enum Detail {
     Full,
 }
 
-pub fn format_doc(server: &ServerInfo, tool: &codemode_proto::v1::ToolInfo, detail: Detail) -> Value {
+pub fn format_doc(
+    server: &ServerInfo,
+    tool: &codemode_proto::v1::ToolInfo,
+    detail: Detail,
+) -> Value {
     let mut doc = json!({
         "server": server.name,
         "serverAlias": server.alias,

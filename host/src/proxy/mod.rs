@@ -31,7 +31,11 @@ pub struct ServerPool {
 impl ServerPool {
     pub fn new(configs: BTreeMap<String, ServerConfig>, call_timeout: Duration) -> Self {
         let names: Vec<String> = configs.keys().cloned().collect();
-        let aliases = names.iter().cloned().zip(alias::assign(&names, "server")).collect();
+        let aliases = names
+            .iter()
+            .cloned()
+            .zip(alias::assign(&names, "server"))
+            .collect();
         Self {
             configs,
             aliases,
@@ -46,7 +50,10 @@ impl ServerPool {
     }
 
     pub fn alias(&self, name: &str) -> String {
-        self.aliases.get(name).cloned().unwrap_or_else(|| sanitize(name, "server"))
+        self.aliases
+            .get(name)
+            .cloned()
+            .unwrap_or_else(|| sanitize(name, "server"))
     }
 
     pub fn call_timeout(&self) -> Duration {
@@ -57,7 +64,11 @@ impl ServerPool {
         let known: Vec<&str> = self.configs.keys().map(String::as_str).collect();
         ProxyError::Unknown {
             server: server.to_string(),
-            known: if known.is_empty() { "none configured".into() } else { known.join(", ") },
+            known: if known.is_empty() {
+                "none configured".into()
+            } else {
+                known.join(", ")
+            },
         }
     }
 
@@ -80,7 +91,10 @@ impl ServerPool {
         }
         let server = Arc::new(ProxiedServer::start(cfg).await?);
         tracing::info!(server = name, "started proxied server");
-        self.running.lock().await.insert(name.to_string(), server.clone());
+        self.running
+            .lock()
+            .await
+            .insert(name.to_string(), server.clone());
         Ok(server)
     }
 
@@ -98,7 +112,11 @@ impl ServerPool {
             name: name.to_string(),
             alias: self.alias(name),
             description: cfg.description.clone(),
-            cwd: cfg.cwd.as_ref().map(|p| p.display().to_string()).unwrap_or_default(),
+            cwd: cfg
+                .cwd
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
             tools: tools
                 .iter()
                 .zip(aliases)
@@ -106,7 +124,8 @@ impl ServerPool {
                     name: t.name.to_string(),
                     alias,
                     description: t.description.as_deref().unwrap_or_default().to_string(),
-                    input_schema_json: serde_json::to_string(&*t.input_schema).unwrap_or_else(|_| "{}".into()),
+                    input_schema_json: serde_json::to_string(&*t.input_schema)
+                        .unwrap_or_else(|_| "{}".into()),
                 })
                 .collect(),
         })
@@ -136,7 +155,8 @@ impl ServerPool {
     }
 
     pub async fn shutdown_all(&self) {
-        let servers: Vec<Arc<ProxiedServer>> = self.running.lock().await.drain().map(|(_, s)| s).collect();
+        let servers: Vec<Arc<ProxiedServer>> =
+            self.running.lock().await.drain().map(|(_, s)| s).collect();
         futures::future::join_all(servers.iter().map(|s| s.shutdown())).await;
     }
 }

@@ -14,7 +14,9 @@ use super::{LaunchSpec, RuntimeError, SandboxProcess, SANDBOX_TOOLS_DIR, SANDBOX
 const GUEST_IN_SANDBOX: &str = "/opt/codemode/codemode-guest";
 /// System directories bound read-only: the dynamic loader, libc and the
 /// Python stdlib live here; nothing user-specific does.
-const SYSTEM_DIRS: &[&str] = &["/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin"];
+const SYSTEM_DIRS: &[&str] = &[
+    "/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin",
+];
 /// Files under /etc the loader and Python read.
 const ETC_FILES: &[&str] = &["/etc/ld.so.cache", "/etc/localtime", "/etc/nsswitch.conf"];
 
@@ -33,8 +35,14 @@ impl BwrapBackend {
         let l = &spec.limits;
         let (uid, gid) = l.user.split_once(':').unwrap_or((&l.user, &l.user));
         let mut a: Vec<String> = [
-            "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-            "--clearenv", "--hostname", "codemode",
+            "--unshare-all",
+            "--die-with-parent",
+            "--new-session",
+            "--cap-drop",
+            "ALL",
+            "--clearenv",
+            "--hostname",
+            "codemode",
         ]
         .map(String::from)
         .to_vec();
@@ -43,8 +51,14 @@ impl BwrapBackend {
             let p = Path::new(dir);
             match std::fs::read_link(p) {
                 // Merged-/usr hosts: /lib -> usr/lib; recreate the link.
-                Ok(target) => a.extend(["--symlink".into(), target.display().to_string(), dir.to_string()]),
-                Err(_) if p.is_dir() => a.extend(["--ro-bind".into(), dir.to_string(), dir.to_string()]),
+                Ok(target) => a.extend([
+                    "--symlink".into(),
+                    target.display().to_string(),
+                    dir.to_string(),
+                ]),
+                Err(_) if p.is_dir() => {
+                    a.extend(["--ro-bind".into(), dir.to_string(), dir.to_string()])
+                }
                 Err(_) => {}
             }
         }
@@ -53,18 +67,40 @@ impl BwrapBackend {
                 a.extend(["--ro-bind".into(), file.to_string(), file.to_string()]);
             }
         }
-        a.extend(["--ro-bind".into(), self.guest.display().to_string(), GUEST_IN_SANDBOX.into()]);
-        a.extend(["--proc".into(), "/proc".into(), "--dev".into(), "/dev".into()]);
+        a.extend([
+            "--ro-bind".into(),
+            self.guest.display().to_string(),
+            GUEST_IN_SANDBOX.into(),
+        ]);
+        a.extend([
+            "--proc".into(),
+            "/proc".into(),
+            "--dev".into(),
+            "/dev".into(),
+        ]);
         for dir in ["/tmp", SANDBOX_WORKDIR] {
-            a.extend(["--size".into(), l.tmpfs_bytes.to_string(), "--perms".into(), "1777".into()]);
+            a.extend([
+                "--size".into(),
+                l.tmpfs_bytes.to_string(),
+                "--perms".into(),
+                "1777".into(),
+            ]);
             a.extend(["--tmpfs".into(), dir.into()]);
         }
         if let Some(tools) = &spec.tools_dir {
-            a.extend(["--bind".into(), tools.display().to_string(), SANDBOX_TOOLS_DIR.into()]);
+            a.extend([
+                "--bind".into(),
+                tools.display().to_string(),
+                SANDBOX_TOOLS_DIR.into(),
+            ]);
         }
         for m in &spec.mounts {
             let flag = if m.writable { "--bind" } else { "--ro-bind" };
-            a.extend([flag.into(), m.host.display().to_string(), m.sandbox.display().to_string()]);
+            a.extend([
+                flag.into(),
+                m.host.display().to_string(),
+                m.sandbox.display().to_string(),
+            ]);
         }
         a.extend(["--remount-ro".into(), "/".into()]);
         a.extend(["--setenv".into(), "HOME".into(), "/tmp".into()]);
@@ -80,7 +116,10 @@ impl BwrapBackend {
         cmd.env_clear();
         let limits = spec.limits.clone();
         let cgroup = SandboxCgroup::create(&spec.name, limits.memory_bytes, limits.pids);
-        let procs = cgroup.as_ref().map(SandboxCgroup::procs_files).unwrap_or_default();
+        let procs = cgroup
+            .as_ref()
+            .map(SandboxCgroup::procs_files)
+            .unwrap_or_default();
         let has_cgroup = cgroup.is_some();
         // SAFETY: the closure runs in the forked child before exec and only
         // calls setrlimit and open/write/close, which are async-signal-safe;

@@ -22,7 +22,11 @@ fn own_path(controller: &str) -> Option<String> {
     text.lines().find_map(|line| {
         let mut parts = line.splitn(3, ':');
         let (_, ctrls, path) = (parts.next()?, parts.next()?, parts.next()?);
-        let matches = if controller.is_empty() { ctrls.is_empty() } else { ctrls.split(',').any(|c| c == controller) };
+        let matches = if controller.is_empty() {
+            ctrls.is_empty()
+        } else {
+            ctrls.split(',').any(|c| c == controller)
+        };
         matches.then(|| path.to_string())
     })
 }
@@ -34,13 +38,22 @@ fn write(path: &Path, value: &str) -> std::io::Result<()> {
 impl SandboxCgroup {
     /// Creates the cgroups, or `None` when they cannot be created here.
     pub fn create(name: &str, memory_bytes: u64, pids: u32) -> Option<Self> {
-        let mut cg = SandboxCgroup { dirs: Vec::new(), procs: Vec::new() };
+        let mut cg = SandboxCgroup {
+            dirs: Vec::new(),
+            procs: Vec::new(),
+        };
         let v2 = Path::new(ROOT).join("cgroup.controllers").exists();
-        let made = if v2 { cg.make_v2(name, memory_bytes, pids) } else { cg.make_v1(name, memory_bytes, pids) };
+        let made = if v2 {
+            cg.make_v2(name, memory_bytes, pids)
+        } else {
+            cg.make_v1(name, memory_bytes, pids)
+        };
         match made {
             Ok(()) => Some(cg),
             Err(e) => {
-                tracing::debug!("no per-sandbox cgroup ({e}); bubblewrap limits fall back to rlimits");
+                tracing::debug!(
+                    "no per-sandbox cgroup ({e}); bubblewrap limits fall back to rlimits"
+                );
                 cg.remove_now();
                 None
             }
@@ -51,20 +64,25 @@ impl SandboxCgroup {
         let dir = base.join(format!("codemode-{name}"));
         std::fs::create_dir(&dir)?;
         self.dirs.push(dir.clone());
-        let procs = CString::new(dir.join("cgroup.procs").display().to_string()).map_err(std::io::Error::other)?;
+        let procs = CString::new(dir.join("cgroup.procs").display().to_string())
+            .map_err(std::io::Error::other)?;
         self.procs.push(procs);
         Ok(dir)
     }
 
     fn make_v1(&mut self, name: &str, memory_bytes: u64, pids: u32) -> std::io::Result<()> {
         let base = |ctrl: &str| -> std::io::Result<PathBuf> {
-            let own = own_path(ctrl).ok_or_else(|| std::io::Error::other(format!("no {ctrl} controller")))?;
+            let own = own_path(ctrl)
+                .ok_or_else(|| std::io::Error::other(format!("no {ctrl} controller")))?;
             Ok(Path::new(ROOT).join(ctrl).join(own.trim_start_matches('/')))
         };
         let pids_dir = self.leaf(base("pids")?, name)?;
         write(&pids_dir.join("pids.max"), &pids.to_string())?;
         let mem_dir = self.leaf(base("memory")?, name)?;
-        write(&mem_dir.join("memory.limit_in_bytes"), &memory_bytes.to_string())?;
+        write(
+            &mem_dir.join("memory.limit_in_bytes"),
+            &memory_bytes.to_string(),
+        )?;
         let memsw = mem_dir.join("memory.memsw.limit_in_bytes");
         if memsw.exists() {
             write(&memsw, &memory_bytes.to_string())?;
@@ -131,7 +149,11 @@ pub fn join_in_child(procs: &[CString]) -> std::io::Result<()> {
             } else {
                 let n = libc::write(fd, b"0".as_ptr().cast(), 1);
                 libc::close(fd);
-                if n == 1 { 0 } else { -1 }
+                if n == 1 {
+                    0
+                } else {
+                    -1
+                }
             }
         };
         if rc != 0 {

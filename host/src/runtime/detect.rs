@@ -46,7 +46,8 @@ pub fn select_backend(settings: &Settings) -> Result<BackendChoice, RuntimeError
         }
     };
     let bwrap = |binary: PathBuf, reason: String| -> Result<BackendChoice, RuntimeError> {
-        let guest = guest_path(settings).ok_or(RuntimeError::GuestMissing(PathBuf::from("codemode-guest")))?;
+        let guest = guest_path(settings)
+            .ok_or(RuntimeError::GuestMissing(PathBuf::from("codemode-guest")))?;
         if !is_executable(&guest) {
             return Err(RuntimeError::GuestMissing(guest));
         }
@@ -57,24 +58,56 @@ pub fn select_backend(settings: &Settings) -> Result<BackendChoice, RuntimeError
     };
     match settings.runtime {
         RuntimeChoice::Podman => which("podman")
-            .map(|b| oci(OciEngine::Podman, b, "requested with --runtime podman".into()))
-            .ok_or(RuntimeError::Missing { runtime: "podman", binary: "podman" }),
+            .map(|b| {
+                oci(
+                    OciEngine::Podman,
+                    b,
+                    "requested with --runtime podman".into(),
+                )
+            })
+            .ok_or(RuntimeError::Missing {
+                runtime: "podman",
+                binary: "podman",
+            }),
         RuntimeChoice::Docker => which("docker")
-            .map(|b| oci(OciEngine::Docker, b, "requested with --runtime docker".into()))
-            .ok_or(RuntimeError::Missing { runtime: "docker", binary: "docker" }),
+            .map(|b| {
+                oci(
+                    OciEngine::Docker,
+                    b,
+                    "requested with --runtime docker".into(),
+                )
+            })
+            .ok_or(RuntimeError::Missing {
+                runtime: "docker",
+                binary: "docker",
+            }),
         RuntimeChoice::Bubblewrap => match which("bwrap") {
             Some(b) => bwrap(b, "requested with --runtime bubblewrap".into()),
-            None => Err(RuntimeError::Missing { runtime: "bubblewrap", binary: "bwrap" }),
+            None => Err(RuntimeError::Missing {
+                runtime: "bubblewrap",
+                binary: "bwrap",
+            }),
         },
         RuntimeChoice::Auto => {
             if let Some(b) = which("podman") {
-                return Ok(oci(OciEngine::Podman, b, "auto: podman is installed (preferred)".into()));
+                return Ok(oci(
+                    OciEngine::Podman,
+                    b,
+                    "auto: podman is installed (preferred)".into(),
+                ));
             }
             if let Some(b) = which("docker").filter(|_| docker_engine_up()) {
-                return Ok(oci(OciEngine::Docker, b, "auto: no podman; docker is installed and its engine answers".into()));
+                return Ok(oci(
+                    OciEngine::Docker,
+                    b,
+                    "auto: no podman; docker is installed and its engine answers".into(),
+                ));
             }
             if let Some(b) = which("bwrap") {
-                return bwrap(b, "auto: no podman or working docker; bubblewrap is installed".into());
+                return bwrap(
+                    b,
+                    "auto: no podman or working docker; bubblewrap is installed".into(),
+                );
             }
             Err(RuntimeError::NoneFound)
         }

@@ -67,7 +67,10 @@ pub enum RuntimeError {
     #[error("no sandbox runtime found: install podman (or docker) or bubblewrap; codemode never runs code outside a sandbox")]
     NoneFound,
     #[error("the {runtime} runtime was requested but `{binary}` is not installed or not on PATH")]
-    Missing { runtime: &'static str, binary: &'static str },
+    Missing {
+        runtime: &'static str,
+        binary: &'static str,
+    },
     #[error("guest binary {0} not found: build it (`cargo build --release -p codemode-guest`) or pass --guest PATH")]
     GuestMissing(PathBuf),
     #[error("failed to start {what}: {source}")]

@@ -31,7 +31,19 @@ pub enum MountError {
 }
 
 /// Sandbox paths the sandbox itself needs; a user mount may not cover them.
-const RESERVED_SANDBOX: &[&str] = &["/", "/usr", "/lib", "/lib64", "/bin", "/etc", "/proc", "/dev", "/tmp", "/tools", "/opt/codemode"];
+const RESERVED_SANDBOX: &[&str] = &[
+    "/",
+    "/usr",
+    "/lib",
+    "/lib64",
+    "/bin",
+    "/etc",
+    "/proc",
+    "/dev",
+    "/tmp",
+    "/tools",
+    "/opt/codemode",
+];
 
 /// Parses and validates one `--mount` value. `protected` lists host paths
 /// (state dir, codemode's binaries) that may not be mounted or contain a mount.
@@ -117,18 +129,39 @@ mod tests {
     #[test]
     fn refuses_root_state_dir_reserved_and_bad_shapes() {
         let dir = tempfile::tempdir().unwrap();
-        assert!(matches!(parse_mount("/:/host", &[]), Err(MountError::Refused { .. })));
+        assert!(matches!(
+            parse_mount("/:/host", &[]),
+            Err(MountError::Refused { .. })
+        ));
         let state = dir.path().join("state");
         std::fs::create_dir(&state).unwrap();
         let spec = format!("{}:/x", dir.path().display());
-        assert!(matches!(parse_mount(&spec, &[state]), Err(MountError::Refused { .. })));
+        assert!(matches!(
+            parse_mount(&spec, &[state]),
+            Err(MountError::Refused { .. })
+        ));
         let spec = format!("{}:/usr", dir.path().display());
-        assert!(matches!(parse_mount(&spec, &[]), Err(MountError::Refused { .. })));
-        assert!(matches!(parse_mount("justone", &[]), Err(MountError::Shape(_))));
+        assert!(matches!(
+            parse_mount(&spec, &[]),
+            Err(MountError::Refused { .. })
+        ));
+        assert!(matches!(
+            parse_mount("justone", &[]),
+            Err(MountError::Shape(_))
+        ));
         let spec = format!("{}:/x:rx", dir.path().display());
-        assert!(matches!(parse_mount(&spec, &[]), Err(MountError::Mode { .. })));
-        assert!(matches!(parse_mount("/nonexistent-xyz:/x", &[]), Err(MountError::Missing { .. })));
+        assert!(matches!(
+            parse_mount(&spec, &[]),
+            Err(MountError::Mode { .. })
+        ));
+        assert!(matches!(
+            parse_mount("/nonexistent-xyz:/x", &[]),
+            Err(MountError::Missing { .. })
+        ));
         let spec = format!("{}:rel", dir.path().display());
-        assert!(matches!(parse_mount(&spec, &[]), Err(MountError::Relative { .. })));
+        assert!(matches!(
+            parse_mount(&spec, &[]),
+            Err(MountError::Relative { .. })
+        ));
     }
 }

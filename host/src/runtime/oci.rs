@@ -75,14 +75,28 @@ impl OciBackend {
         let mut a = self.global_args();
         a.extend(
             [
-                "run", "--rm", "-i", "--network", "none", "--read-only", "--cap-drop", "ALL",
-                "--security-opt", "no-new-privileges",
+                "run",
+                "--rm",
+                "-i",
+                "--network",
+                "none",
+                "--read-only",
+                "--cap-drop",
+                "ALL",
+                "--security-opt",
+                "no-new-privileges",
             ]
             .map(String::from),
         );
         a.extend(["--name".into(), spec.name.clone()]);
-        a.extend(["--label".into(), format!("{INSTANCE_LABEL}={}", spec.instance)]);
-        a.extend(["--label".into(), format!("{OWNER_LABEL}={}", std::process::id())]);
+        a.extend([
+            "--label".into(),
+            format!("{INSTANCE_LABEL}={}", spec.instance),
+        ]);
+        a.extend([
+            "--label".into(),
+            format!("{OWNER_LABEL}={}", std::process::id()),
+        ]);
         a.extend(["--user".into(), l.user.clone()]);
         a.extend(["--memory".into(), l.memory_bytes.to_string()]);
         // Without swap the memory limit is the real limit.
@@ -91,19 +105,36 @@ impl OciBackend {
         if let Some(cpus) = &l.cpus {
             a.extend(["--cpus".into(), cpus.clone()]);
         }
-        let tmpfs = |path: &str| format!("{path}:rw,noexec,nosuid,nodev,size={},mode=1777", l.tmpfs_bytes);
+        let tmpfs = |path: &str| {
+            format!(
+                "{path}:rw,noexec,nosuid,nodev,size={},mode=1777",
+                l.tmpfs_bytes
+            )
+        };
         a.extend(["--tmpfs".into(), tmpfs("/tmp")]);
         a.extend(["--tmpfs".into(), tmpfs(SANDBOX_WORKDIR)]);
-        a.extend(["--ulimit".into(), format!("nofile={NOFILE_LIMIT}:{NOFILE_LIMIT}")]);
-        a.extend(["--ulimit".into(), format!("nproc={0}:{0}", l.pids.max(64) * 8)]);
+        a.extend([
+            "--ulimit".into(),
+            format!("nofile={NOFILE_LIMIT}:{NOFILE_LIMIT}"),
+        ]);
+        a.extend([
+            "--ulimit".into(),
+            format!("nproc={0}:{0}", l.pids.max(64) * 8),
+        ]);
         a.extend(["--workdir".into(), SANDBOX_WORKDIR.into()]);
         a.extend(["--env".into(), "HOME=/tmp".into()]);
         if let Some(tools) = &spec.tools_dir {
-            a.extend(["--volume".into(), format!("{}:{SANDBOX_TOOLS_DIR}:rw,Z", tools.display())]);
+            a.extend([
+                "--volume".into(),
+                format!("{}:{SANDBOX_TOOLS_DIR}:rw,Z", tools.display()),
+            ]);
         }
         for m in &spec.mounts {
             let mode = if m.writable { "rw" } else { "ro" };
-            a.extend(["--volume".into(), format!("{}:{}:{mode}", m.host.display(), m.sandbox.display())]);
+            a.extend([
+                "--volume".into(),
+                format!("{}:{}:{mode}", m.host.display(), m.sandbox.display()),
+            ]);
         }
         a.push(self.image.clone());
         a
@@ -112,7 +143,11 @@ impl OciBackend {
     pub fn launch(&self, spec: &LaunchSpec) -> Result<SandboxProcess, RuntimeError> {
         let mut cmd = Command::new(&self.binary);
         cmd.args(self.run_args(spec));
-        SandboxProcess::spawn(cmd, spec.name.clone(), Some((self.binary.clone(), spec.name.clone())))
+        SandboxProcess::spawn(
+            cmd,
+            spec.name.clone(),
+            Some((self.binary.clone(), spec.name.clone())),
+        )
     }
 }
 
@@ -133,14 +168,24 @@ fn default_podman_runtime() -> Option<String> {
 pub async fn sweep_stale_containers(backend: &OciBackend) -> usize {
     let mut cmd = Command::new(&backend.binary);
     cmd.args(backend.global_args());
-    cmd.args(["ps", "-a", "--filter", &format!("label={OWNER_LABEL}"), "--format"]);
+    cmd.args([
+        "ps",
+        "-a",
+        "--filter",
+        &format!("label={OWNER_LABEL}"),
+        "--format",
+    ]);
     cmd.arg(format!("{{{{.Names}}}} {{{{.Label \"{OWNER_LABEL}\"}}}}"));
     cmd.stdin(Stdio::null()).stderr(Stdio::null());
-    let Ok(out) = cmd.output().await else { return 0 };
+    let Ok(out) = cmd.output().await else {
+        return 0;
+    };
     let mut removed = 0;
     for line in String::from_utf8_lossy(&out.stdout).lines() {
         let mut parts = line.split_whitespace();
-        let (Some(name), Some(pid)) = (parts.next(), parts.next()) else { continue };
+        let (Some(name), Some(pid)) = (parts.next(), parts.next()) else {
+            continue;
+        };
         let alive = pid
             .parse::<u32>()
             .ok()
@@ -158,7 +203,11 @@ pub async fn sweep_stale_containers(backend: &OciBackend) -> usize {
             .status()
             .await;
         if status.map(|s| s.success()).unwrap_or(false) {
-            tracing::info!(container = name, owner_pid = pid, "removed container left by a bridge that is gone");
+            tracing::info!(
+                container = name,
+                owner_pid = pid,
+                "removed container left by a bridge that is gone"
+            );
             removed += 1;
         }
     }

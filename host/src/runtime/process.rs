@@ -75,7 +75,10 @@ impl SandboxProcess {
             let exited = tokio::time::timeout(EXIT_GRACE, child.wait()).await.is_ok();
             if !exited {
                 signal_group(self.pgid, libc::SIGTERM);
-                if tokio::time::timeout(EXIT_GRACE, child.wait()).await.is_err() {
+                if tokio::time::timeout(EXIT_GRACE, child.wait())
+                    .await
+                    .is_err()
+                {
                     signal_group(self.pgid, libc::SIGKILL);
                     let _ = child.wait().await;
                 }

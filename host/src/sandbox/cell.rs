@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use codemode_proto::v1::{
-    guest_message, host_message, rpc_request, rpc_response, Cancel, ErrorKind, Execute, GuestMessage,
-    LogLevel, PyError, RichOutput, RpcError, RpcRequest, RpcResponse, Status, Stream,
+    guest_message, host_message, rpc_request, rpc_response, Cancel, ErrorKind, Execute,
+    GuestMessage, LogLevel, PyError, RichOutput, RpcError, RpcRequest, RpcResponse, Status, Stream,
 };
 use futures::stream::FuturesUnordered;
 use futures::StreamExt;
@@ -251,7 +251,11 @@ impl Sandbox {
         }
     }
 
-    async fn respond(&mut self, id: u64, answer: Result<String, RpcError>) -> Result<(), SandboxError> {
+    async fn respond(
+        &mut self,
+        id: u64,
+        answer: Result<String, RpcError>,
+    ) -> Result<(), SandboxError> {
         /// Room for the frame's own fields around the JSON payload.
         const ENVELOPE: usize = 64;
         let result = match answer {

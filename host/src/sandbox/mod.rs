@@ -31,7 +31,9 @@ const READY_TIMEOUT: Duration = Duration::from_secs(30);
 pub enum SandboxError {
     #[error(transparent)]
     Runtime(#[from] RuntimeError),
-    #[error("sandbox {name} did not send its Ready frame within {secs}s (see the log for its stderr)")]
+    #[error(
+        "sandbox {name} did not send its Ready frame within {secs}s (see the log for its stderr)"
+    )]
     ReadyTimeout { name: String, secs: u64 },
     #[error("sandbox exited {during} (out of memory, killed, or the guest crashed); the log has its stderr")]
     Exited { during: &'static str },
@@ -61,7 +63,9 @@ pub struct Sandbox {
 
 impl std::fmt::Debug for Sandbox {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Sandbox").field("name", &self.process.name).finish()
+        f.debug_struct("Sandbox")
+            .field("name", &self.process.name)
+            .finish()
     }
 }
 
@@ -87,10 +91,12 @@ impl Sandbox {
         let ready = match first {
             None => return Err(SandboxError::Exited { during: "start-up" }),
             Some(Err(e)) => return Err(e.into()),
-            Some(Ok(GuestMessage { kind: Some(guest_message::Kind::Ready(ready)) })) => ready,
-            Some(Ok(GuestMessage { kind: Some(guest_message::Kind::ProtocolError(e)) })) => {
-                return Err(SandboxError::GuestRefused(e.message))
-            }
+            Some(Ok(GuestMessage {
+                kind: Some(guest_message::Kind::Ready(ready)),
+            })) => ready,
+            Some(Ok(GuestMessage {
+                kind: Some(guest_message::Kind::ProtocolError(e)),
+            })) => return Err(SandboxError::GuestRefused(e.message)),
             Some(Ok(other)) => {
                 return Err(SandboxError::Protocol(format!(
                     "expected Ready as the first frame, got {}",
@@ -98,7 +104,12 @@ impl Sandbox {
                 )))
             }
         };
-        codemode_proto::check_peer_version("host", "guest", ready.protocol_major, ready.protocol_minor)?;
+        codemode_proto::check_peer_version(
+            "host",
+            "guest",
+            ready.protocol_major,
+            ready.protocol_minor,
+        )?;
         Ok(Self {
             process,
             reader,
@@ -130,7 +141,8 @@ impl Sandbox {
     }
 
     pub async fn add_servers(&mut self, servers: Vec<ServerInfo>) -> Result<(), SandboxError> {
-        self.send(host_message::Kind::AddServers(AddServers { servers })).await
+        self.send(host_message::Kind::AddServers(AddServers { servers }))
+            .await
     }
 
     async fn send(&mut self, kind: host_message::Kind) -> Result<(), SandboxError> {
@@ -138,7 +150,9 @@ impl Sandbox {
             .send(HostMessage { kind: Some(kind) })
             .await
             .map_err(|e| match e {
-                FrameError::Io(_) => SandboxError::Exited { during: "a write to it" },
+                FrameError::Io(_) => SandboxError::Exited {
+                    during: "a write to it",
+                },
                 other => other.into(),
             })
     }
@@ -150,7 +164,9 @@ impl Sandbox {
             self.send(host_message::Kind::Shutdown(Default::default())),
         )
         .await;
-        let Sandbox { process, writer, .. } = self;
+        let Sandbox {
+            process, writer, ..
+        } = self;
         drop(writer);
         process.shutdown().await;
     }

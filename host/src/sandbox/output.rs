@@ -45,7 +45,10 @@ impl CappedStream {
             if !out.ends_with('\n') {
                 out.push('\n');
             }
-            out.push_str(&format!("[... {} bytes of output dropped ...]\n", self.dropped));
+            out.push_str(&format!(
+                "[... {} bytes of output dropped ...]\n",
+                self.dropped
+            ));
         }
         let tail: Vec<u8> = self.tail.iter().copied().collect();
         out.push_str(&String::from_utf8_lossy(&tail));
@@ -83,7 +86,10 @@ mod tests {
         s.push(b"0123456789abcdefghij");
         assert_eq!(s.dropped(), 10);
         let t = s.text();
-        assert!(t.starts_with("01234\n[... 10 bytes of output dropped ...]\n"), "{t}");
+        assert!(
+            t.starts_with("01234\n[... 10 bytes of output dropped ...]\n"),
+            "{t}"
+        );
         assert!(t.ends_with("fghij"), "{t}");
     }
 
