@@ -2,13 +2,23 @@
 //! Each end-to-end test runs against both sandbox backends (bubblewrap and
 //! podman, via `per_runtime!`), with real MCP servers.
 
+// Test code: panicking on a broken precondition is the point.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 mod common;
 
 mod cleanup;
+mod cli;
 mod clients;
 mod e2e;
 mod raw_protocol;
 mod security;
+mod sessions;
 
 /// Expands one async test body `fn(runtime)` into a test per backend.
 #[macro_export]

@@ -124,3 +124,41 @@ for k in kids:
     c.close().await;
 }
 per_runtime!(process_limit_holds);
+
+/// Code in the sandbox can find the guest's channel and write frames of its
+/// own. The host must end that sandbox with a clear error, keep serving,
+/// and give the next call a fresh sandbox.
+async fn hostile_frames_end_the_sandbox_not_the_bridge(runtime: &str) {
+    let fx = Fixture::new();
+    let c = fx.client(runtime, &[]).await;
+    // A well-formed GuestMessage{finished: {id: 999}} for an execution that
+    // is not running, then an absurd length prefix.
+    let forged = r#"
+import os
+forged = bytes([0, 0, 0, 5, 0x22, 3, 0x08, 0xE7, 0x07]) + bytes([0x7F, 0xFF, 0xFF, 0xFF]) + b"garbage"
+for fd in range(3, 64):
+    try:
+        if os.readlink(f"/proc/self/fd/{fd}").startswith("pipe:"):
+            os.write(fd, forged)
+    except OSError:
+        pass
+import time
+time.sleep(2)
+print("not reached")
+"#;
+    let r = c.call(json!({"code": forged, "timeout": 20})).await;
+    assert_eq!(r.status(), "error", "{r:?}");
+    let err = r.structured["error"].as_str().unwrap_or("");
+    assert!(
+        err.contains("broke the protocol")
+            || err.contains("channel failed")
+            || err.contains("protocol error"),
+        "names the violation: {err}"
+    );
+    assert!(!r.stdout().contains("not reached"));
+    let r = c.run("print('fresh')").await;
+    assert_eq!(r.status(), "success", "{r:?}");
+    assert_eq!(r.stdout(), "fresh\n");
+    c.close().await;
+}
+per_runtime!(hostile_frames_end_the_sandbox_not_the_bridge);

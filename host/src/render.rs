@@ -95,3 +95,125 @@ pub fn render(out: &RunOutcome, mode: OutputMode) -> CallToolResult {
     result.structured_content = Some(payload);
     result
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use codemode_proto::v1::RichOutput;
+
+    use super::*;
+
+    fn outcome(status: RunStatus) -> RunOutcome {
+        RunOutcome {
+            status,
+            stdout: String::new(),
+            stderr: String::new(),
+            error: None,
+            servers: vec![],
+            duration: Duration::from_millis(12),
+            rich: vec![],
+            notes: vec![],
+            timeout_secs: 0,
+        }
+    }
+
+    fn text(r: &CallToolResult) -> String {
+        r.content
+            .iter()
+            .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+            .collect::<Vec<_>>()
+            .join("\n---\n")
+    }
+
+    #[test]
+    fn success_with_output() {
+        let mut o = outcome(RunStatus::Success);
+        o.stdout = "Echo: hi\n".into();
+        o.servers = vec!["everything".into()];
+        let r = render(&o, OutputMode::Compact);
+        assert_eq!(r.is_error, Some(false));
+        insta::assert_snapshot!(text(&r), @"Echo: hi");
+        insta::assert_json_snapshot!(r.structured_content, @r#"
+        {
+          "status": "success",
+          "stdout": "Echo: hi\n",
+          "servers": [
+            "everything"
+          ],
+          "durationMs": 12
+        }
+        "#);
+    }
+
+    #[test]
+    fn success_without_output_says_so() {
+        let r = render(&outcome(RunStatus::Success), OutputMode::Compact);
+        insta::assert_snapshot!(text(&r), @"success (no output)");
+    }
+
+    #[test]
+    fn error_with_traceback_and_stderr() {
+        let mut o = outcome(RunStatus::Error);
+        o.stdout = "before\n".into();
+        o.stderr = "warning: x\n".into();
+        o.error = Some("Traceback (most recent call last):\n  File \"<cell-1>\", line 1, in <module>\nZeroDivisionError: division by zero".into());
+        let r = render(&o, OutputMode::Compact);
+        assert_eq!(r.is_error, Some(true));
+        insta::assert_snapshot!(text(&r), @r#"
+        status: error
+        before
+        stderr:
+        warning: x
+        error: Traceback (most recent call last):
+          File "<cell-1>", line 1, in <module>
+        ZeroDivisionError: division by zero
+        "#);
+    }
+
+    #[test]
+    fn timeout_with_a_note_and_an_image() {
+        let mut o = outcome(RunStatus::Timeout);
+        o.timeout_secs = 2;
+        o.error = Some("execution exceeded 2s".into());
+        o.notes = vec!["note: state was lost".into()];
+        o.rich = vec![RichOutput {
+            mime_type: "image/png".into(),
+            data: vec![137, 80, 78, 71],
+        }];
+        let r = render(&o, OutputMode::Compact);
+        assert_eq!(r.content.len(), 2, "text and image");
+        insta::assert_snapshot!(text(&r), @r"
+        status: timeout
+        note: state was lost
+        error: execution exceeded 2s
+        ");
+        insta::assert_json_snapshot!(r.content[1], @r#"
+        {
+          "type": "image",
+          "data": "iVBORw==",
+          "mimeType": "image/png"
+        }
+        "#);
+    }
+
+    #[test]
+    fn toon_and_json_modes() {
+        let mut o = outcome(RunStatus::ValidationError);
+        o.error = Some("missing 'code'".into());
+        insta::assert_snapshot!(text(&render(&o, OutputMode::Toon)), @r"
+        ```toon
+        status: validation_error
+        error: missing 'code'
+        durationMs: 12
+        ```
+        ");
+        insta::assert_snapshot!(text(&render(&o, OutputMode::Json)), @r#"
+        {
+          "status": "validation_error",
+          "error": "missing 'code'",
+          "durationMs": 12
+        }
+        "#);
+    }
+}

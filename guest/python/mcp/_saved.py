@@ -45,6 +45,9 @@ def save_tool(func):
         fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{name}.", suffix=".tmp")
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             out.write(_HEADER + source)
+        # mkstemp makes 0600; other backends may run the sandbox as another
+        # host uid (podman's 65534 vs bubblewrap's mapped user), so let all read it.
+        os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except OSError as exc:
         if tmp is not None:

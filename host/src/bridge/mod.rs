@@ -153,6 +153,15 @@ impl Bridge {
             path: tools.clone(),
             source,
         })?;
+        // Tools saved under another backend may belong to a different host
+        // uid; every sandbox user must be able to read them.
+        if let Ok(entries) = std::fs::read_dir(&tools) {
+            for e in entries.flatten() {
+                if e.path().extension().is_some_and(|x| x == "py") {
+                    let _ = set_mode(&e.path(), 0o644);
+                }
+            }
+        }
 
         let mut protected = vec![state.clone()];
         if let Ok(exe) = std::env::current_exe() {

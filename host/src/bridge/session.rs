@@ -10,12 +10,13 @@ use codemode_proto::v1::{Init, Limits as WireLimits, ServerInfo};
 use tokio_util::sync::CancellationToken;
 
 use super::rpc::SessionRpc;
-use super::{Bridge, RunOutcome, RunStatus, MAX_FRAME_BYTES};
+use super::{Bridge, RunOutcome, RunStatus};
 use crate::runtime::SANDBOX_TOOLS_DIR;
 use crate::sandbox::{CellRequest, CellStatus, OutputListener, Sandbox};
 
-/// Total bytes of images one cell may return.
-const MAX_RICH_BYTES: u64 = 8 * 1024 * 1024;
+/// Total bytes of images one cell may return: they travel in the Finished
+/// frame, which must fit the guest frame limit.
+const MAX_RICH_BYTES: u64 = 3 * 1024 * 1024;
 
 pub struct Session {
     pub id: String,
@@ -95,7 +96,7 @@ impl Session {
                 discovered: bridge.discovered(),
                 limits: Some(WireLimits {
                     max_output_bytes: bridge.settings.max_output_bytes,
-                    max_frame_bytes: MAX_FRAME_BYTES as u32,
+                    max_frame_bytes: crate::sandbox::GUEST_FRAME_MAX as u32,
                     max_rich_bytes: MAX_RICH_BYTES,
                 }),
                 tools_dir: SANDBOX_TOOLS_DIR.to_string(),

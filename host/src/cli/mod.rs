@@ -111,7 +111,7 @@ pub fn main() -> ExitCode {
         Ok(rt) => rt,
         Err(e) => return human::fail(&format!("cannot start the async runtime: {e}")),
     };
-    rt.block_on(async move {
+    let code = rt.block_on(async move {
         match cli.command.unwrap_or(Command::Serve) {
             Command::Serve => serve(cli.settings).await,
             Command::Run {
@@ -136,8 +136,15 @@ pub fn main() -> ExitCode {
                 human::tools(&cli.settings, action.unwrap_or(ToolsAction::List))
             }
         }
-    })
+    });
+    // tokio's stdin reader sits in a blocking read that never returns once
+    // the client is gone; without a bound, dropping the runtime waits on it.
+    rt.shutdown_timeout(SHUTDOWN_WAIT);
+    code
 }
+
+/// How long exiting waits for blocking work (a stdin read) to finish.
+const SHUTDOWN_WAIT: std::time::Duration = std::time::Duration::from_millis(200);
 
 async fn serve(settings: Settings) -> ExitCode {
     let bridge = match crate::bridge::Bridge::new(settings).await {

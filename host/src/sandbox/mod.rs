@@ -27,6 +27,11 @@ use crate::runtime::{Backend, LaunchSpec, RuntimeError, SandboxProcess};
 /// take seconds; beyond this something is wrong.
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// Largest frame the host accepts from a guest. Decoding a hostile frame
+/// can take ~35x its size in memory (repeated empty messages cost 2 bytes on
+/// the wire each), so guest frames are held to half the host's own limit.
+pub const GUEST_FRAME_MAX: usize = 4 * 1024 * 1024;
+
 #[derive(Debug, thiserror::Error)]
 pub enum SandboxError {
     #[error(transparent)]
@@ -80,7 +85,10 @@ impl Sandbox {
         let (Some(stdin), Some(stdout)) = (process.stdin.take(), process.stdout.take()) else {
             return Err(SandboxError::Exited { during: "start-up" });
         };
-        let mut reader = FramedRead::new(stdout, FrameCodec::new(max_frame_bytes));
+        let mut reader = FramedRead::new(
+            stdout,
+            FrameCodec::new(GUEST_FRAME_MAX.min(max_frame_bytes)),
+        );
         let writer = FramedWrite::new(stdin, FrameCodec::new(max_frame_bytes));
         let first = tokio::time::timeout(READY_TIMEOUT, reader.next())
             .await

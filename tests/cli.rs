@@ -1,0 +1,105 @@
+//! The commands people type: `run`, `servers`, `doctor`.
+
+use crate::common::Fixture;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_prints_output_and_exits_with_the_cell_status() {
+    let fx = Fixture::new();
+    let ok = fx
+        .command(
+            "bubblewrap",
+            &[
+                "run",
+                "--servers",
+                "everything",
+                "print(await mcp_everything.echo(message='hi'))",
+            ],
+        )
+        .output()
+        .await
+        .expect("codemode run");
+    assert!(ok.status.success(), "{ok:?}");
+    assert_eq!(String::from_utf8_lossy(&ok.stdout), "Echo: hi\n");
+    let err = fx
+        .command("bubblewrap", &["run", "1/0"])
+        .output()
+        .await
+        .expect("codemode run");
+    assert_eq!(err.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&err.stderr).contains("ZeroDivisionError"));
+    let bad = fx
+        .command("bubblewrap", &["run", "--servers", "nope", "1"])
+        .output()
+        .await
+        .expect("run");
+    assert_eq!(bad.status.code(), Some(2));
+    let slow = fx
+        .command(
+            "bubblewrap",
+            &["--max-timeout", "1", "run", "while True: pass"],
+        )
+        .output()
+        .await
+        .expect("run");
+    assert_eq!(slow.status.code(), Some(124), "{slow:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn servers_lists_sources_and_tool_counts() {
+    let fx = Fixture::new();
+    let out = fx
+        .command("bubblewrap", &["servers", "--tools"])
+        .output()
+        .await
+        .expect("servers");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        text.contains("everything") && text.contains("tools"),
+        "{text}"
+    );
+    assert!(
+        text.contains("servers.json"),
+        "names the source file: {text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_checks_runtime_sandbox_and_servers() {
+    let fx = Fixture::new();
+    for runtime in ["bubblewrap", "podman"] {
+        let out = fx
+            .command(runtime, &["doctor"])
+            .output()
+            .await
+            .expect("doctor");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{runtime}: {text}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(text.contains("[ok  ] sandbox"), "{text}");
+        assert!(text.contains("[ok  ] server time"), "{text}");
+    }
+    // A broken config and a server that cannot start are reported with a fix.
+    let broken =
+        Fixture::with_servers(serde_json::json!({"ghost": {"command": "/nonexistent/server"}}));
+    std::fs::write(broken.dir.path().join("extra.json"), "{ not json").expect("write");
+    let out = broken
+        .command(
+            "bubblewrap",
+            &[
+                "--config",
+                &broken.dir.path().join("extra.json").display().to_string(),
+                "doctor",
+            ],
+        )
+        .output()
+        .await
+        .expect("doctor");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("[FAIL] server ghost"), "{text}");
+    assert!(text.contains("extra.json"), "{text}");
+}

@@ -1,0 +1,228 @@
+//! Sessions and the proxied-server pool under stress: a crashed server is
+//! restarted, a dead sandbox is replaced with a note, policy and budgets
+//! hold, saved tools persist across bridge restarts, and the audit log
+//! records calls.
+
+use serde_json::json;
+
+use crate::common::{processes_matching, Fixture};
+
+/// Processes whose command line contains `needle` and whose parent is `parent`.
+fn children_matching(parent: u32, needle: &str) -> Vec<i32> {
+    processes_matching(needle)
+        .iter()
+        .filter_map(|l| l.split(':').next()?.parse().ok())
+        .filter(|pid: &i32| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|s| s.rsplit(')').next().map(str::to_string))
+                .and_then(|rest| rest.split_whitespace().nth(1).map(str::to_string))
+                .is_some_and(|ppid| ppid == parent.to_string())
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crashed_server_gives_a_clear_error_then_restarts() {
+    let fx = Fixture::new();
+    let c = fx.client("bubblewrap", &[]).await;
+    let r = c
+        .run_with(
+            "print(await mcp_everything.echo(message='up'))",
+            &["everything"],
+        )
+        .await;
+    assert_eq!(r.stdout(), "Echo: up\n", "{r:?}");
+    let js = crate::common::everything_js().display().to_string();
+    let code = r#"
+try:
+    await mcp_everything.trigger_long_running_operation(duration=5, steps=5)
+    print("finished?!")
+except runtime.MCPError as e:
+    print("error:", e)
+"#;
+    // Kill this bridge's server (other tests run their own) mid-call.
+    let killer = async {
+        tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+        let pids = children_matching(c.pid, &js);
+        assert!(!pids.is_empty(), "the server is running");
+        for pid in pids {
+            let _ = std::process::Command::new("kill")
+                .args(["-9", &pid.to_string()])
+                .status();
+        }
+    };
+    let (first, ()) = tokio::join!(c.run(code), killer);
+    let out = first.stdout();
+    assert!(
+        out.starts_with("error:") && out.contains("everything"),
+        "{first:?}"
+    );
+    assert!(
+        out.contains("restarted on the next call"),
+        "says what happens next: {out}"
+    );
+    let r = c
+        .run("print(await mcp_everything.echo(message='back'))")
+        .await;
+    assert_eq!(r.stdout(), "Echo: back\n", "restarted: {r:?}");
+    c.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_sandbox_is_replaced_and_the_model_is_told() {
+    let fx = Fixture::new();
+    let c = fx.client("bubblewrap", &[]).await;
+    c.run("lost = 1").await;
+    let r = c
+        .run("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)")
+        .await;
+    assert_eq!(r.status(), "error", "{r:?}");
+    assert!(
+        r.structured["error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("sandbox"),
+        "{r:?}"
+    );
+    let r = c.run("print('lost' in globals())").await;
+    assert_eq!(r.status(), "success", "{r:?}");
+    assert_eq!(r.stdout(), "False\n");
+    c.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deny_lists_and_the_call_budget_hold() {
+    let fx = Fixture::new();
+    let c = fx
+        .client(
+            "bubblewrap",
+            &[
+                "--deny-tools",
+                "everything.get-sum",
+                "--deny-servers",
+                "time",
+                "--call-budget",
+                "3",
+            ],
+        )
+        .await;
+    let r = c.run_with("print(1)", &["time"]).await;
+    assert_eq!(r.status(), "validation_error", "denied server: {r:?}");
+    let code = r#"
+try:
+    await mcp_everything.get_sum(a=1, b=2)
+except runtime.MCPError as e:
+    print("denied:", e.kind if hasattr(e, "kind") else "", e)
+results = []
+for i in range(5):
+    try:
+        results.append(await mcp_everything.echo(message=str(i)))
+    except runtime.MCPError as e:
+        results.append("budget" if "budget" in str(e) else str(e))
+print(results)
+"#;
+    let r = c.run_with(code, &["everything"]).await;
+    assert_eq!(r.status(), "success", "{r:?}");
+    assert!(r.stdout().contains("denied:"), "{r:?}");
+    // get-sum was refused before counting; 3 echoes fit the budget.
+    assert!(
+        r.stdout()
+            .contains("['Echo: 0', 'Echo: 1', 'budget', 'budget', 'budget']")
+            || r.stdout()
+                .contains("['Echo: 0', 'Echo: 1', 'Echo: 2', 'budget', 'budget']"),
+        "{r:?}"
+    );
+    c.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn audit_log_records_each_proxied_call() {
+    let fx = Fixture::new();
+    let log = fx.dir.path().join("audit.jsonl");
+    let c = fx
+        .client("bubblewrap", &["--audit-log", &log.display().to_string()])
+        .await;
+    let r = c.run_with("await mcp_everything.echo(message='audited')\nawait mcp_everything.echo(message='again')", &["everything"]).await;
+    assert_eq!(r.status(), "success", "{r:?}");
+    c.close().await;
+    let text = std::fs::read_to_string(&log).expect("audit log written");
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON line"))
+        .collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert_eq!(lines[0]["server"], "everything");
+    assert_eq!(lines[0]["tool"], "echo");
+    assert_eq!(lines[0]["status"], "ok");
+    assert!(
+        lines[0]["duration_ms"].is_u64() && lines[0]["response_bytes"].as_u64().unwrap_or(0) > 0
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn saved_tools_survive_a_bridge_restart_and_can_be_removed() {
+    let fx = Fixture::new();
+    let c = fx.client("bubblewrap", &[]).await;
+    let r = c
+        .run("def double(x):\n    return 2 * x\nprint(save_tool(double))")
+        .await;
+    assert_eq!(r.status(), "success", "{r:?}");
+    c.close().await;
+
+    let c = fx.client("podman", &[]).await;
+    let r = c.run("print(double(21))").await;
+    assert_eq!(
+        r.stdout(),
+        "42\n",
+        "saved tool loads in a new bridge and another runtime: {r:?}"
+    );
+    c.close().await;
+
+    let list = fx
+        .command("bubblewrap", &["tools"])
+        .output()
+        .await
+        .expect("codemode tools");
+    assert!(
+        String::from_utf8_lossy(&list.stdout).contains("double"),
+        "{list:?}"
+    );
+    // A broken saved tool is reported, not silently dropped.
+    std::fs::write(fx.state().join("tools/broken.py"), "def broken(:\n").expect("write");
+    let c = fx.client("bubblewrap", &[]).await;
+    let r = c.run("print(double(1))").await;
+    assert_eq!(r.stdout(), "2\n");
+    assert!(
+        r.structured["stderr"]
+            .as_str()
+            .unwrap_or("")
+            .contains("broken"),
+        "{r:?}"
+    );
+    c.close().await;
+    let rm = fx
+        .command("bubblewrap", &["tools", "remove", "broken"])
+        .output()
+        .await
+        .expect("remove");
+    assert!(rm.status.success(), "{rm:?}");
+    assert!(!fx.state().join("tools/broken.py").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_named_in_calls_are_separate() {
+    let fx = Fixture::new();
+    let c = fx.client("bubblewrap", &[]).await;
+    c.call(json!({"code": "v = 'a'", "session": "one"})).await;
+    c.call(json!({"code": "v = 'b'", "session": "two"})).await;
+    let r = c.call(json!({"code": "print(v)", "session": "one"})).await;
+    assert_eq!(r.stdout(), "a\n");
+    let r = c.call(json!({"code": "print('v' in globals())"})).await;
+    assert_eq!(
+        r.stdout(),
+        "False\n",
+        "the connection's default session is its own"
+    );
+    c.close().await;
+}
