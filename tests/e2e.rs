@@ -247,3 +247,46 @@ runtime.show(fig)
     assert_eq!(r.structured["images"], 1, "{r:?}");
     c.close().await;
 }
+
+async fn user_mounts_are_read_only_unless_asked(runtime: &str) {
+    let fx = Fixture::new();
+    let data = fx.dir.path().join("data");
+    let out = fx.dir.path().join("out");
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::create_dir_all(&out).unwrap();
+    // The sandbox user must be able to write the rw mount.
+    std::fs::set_permissions(&out, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    std::fs::write(data.join("in.txt"), "from the host").unwrap();
+    let ro = format!("{}:/data", data.display());
+    let rw = format!("{}:/out:rw", out.display());
+    let c = fx.client(runtime, &["--mount", &ro, "--mount", &rw]).await;
+    let code = r#"
+print(open("/data/in.txt").read())
+try:
+    open("/data/new.txt", "w")
+    print("ro writable?!")
+except OSError as e:
+    print("ro refused", e.errno)
+open("/out/result.txt", "w").write("from the sandbox")
+"#;
+    let r = c.run(code).await;
+    assert_eq!(r.status(), "success", "{r:?}");
+    assert!(r.stdout().starts_with("from the host\nro refused"), "{r:?}");
+    assert_eq!(
+        std::fs::read_to_string(out.join("result.txt")).unwrap(),
+        "from the sandbox"
+    );
+    c.close().await;
+    // Mounting the host's root is refused before anything starts.
+    let bad = fx
+        .command(runtime, &["--mount", "/:/host", "run", "print(1)"])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("refusing to mount"),
+        "{bad:?}"
+    );
+}
+per_runtime!(user_mounts_are_read_only_unless_asked);

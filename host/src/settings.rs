@@ -74,8 +74,14 @@ pub struct Settings {
     /// Extra server config file (repeatable); read before every other source.
     #[arg(long = "config", value_name = "FILE")]
     pub configs: Vec<PathBuf>,
-    /// Give cells a host path: HOST:SANDBOX[:ro|rw] (read-only by default; repeatable).
-    #[arg(long = "mount", value_name = "HOST:SANDBOX[:ro|rw]")]
+    /// Give cells a host path: HOST:SANDBOX[:ro|rw] (read-only by default;
+    /// repeatable; the variable takes a comma-separated list).
+    #[arg(
+        long = "mount",
+        value_name = "HOST:SANDBOX[:ro|rw]",
+        env = "MCP_BRIDGE_MOUNTS",
+        value_delimiter = ','
+    )]
     pub mounts: Vec<String>,
     /// Path of the guest binary for the bubblewrap backend
     /// (default: `codemode-guest` next to this executable).
