@@ -29,19 +29,11 @@ async fn nothing_is_left_after_disconnect(runtime: &str) {
         left.extend(processes_matching(&fx.config().display().to_string()));
         left.retain(|p| !p.contains("cargo") && !p.contains("/deps/all-"));
         if runtime == "podman" {
-            let out = std::process::Command::new("podman")
-                .args([
-                    "ps",
-                    "-a",
-                    "--filter",
-                    &format!("label=io.codemode.owner-pid={pid}"),
-                    "--format",
-                    "{{.Names}}",
-                ])
-                .output()
-                .expect("podman ps");
-            let names = String::from_utf8_lossy(&out.stdout).to_string();
-            left.extend(names.lines().map(|l| format!("container {l}")));
+            left.extend(
+                podman_containers_of(pid)
+                    .into_iter()
+                    .map(|n| format!("container {n}")),
+            );
         }
         if left.is_empty() {
             break;

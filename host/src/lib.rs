@@ -13,6 +13,7 @@ pub mod bridge;
 pub mod cli;
 pub mod config;
 pub mod image;
+pub mod procgroup;
 pub mod proxy;
 pub mod render;
 pub mod runtime;

@@ -18,6 +18,7 @@ use tokio::process::Command;
 use tokio::sync::Mutex;
 
 use crate::config::ServerConfig;
+use crate::procgroup::{signal_group, wait_group_gone};
 
 /// How long a server may take to start and answer `initialize`: npx may
 /// download a package first, so this is generous.
@@ -264,33 +265,4 @@ pub fn child_env(cfg: &ServerConfig) -> BTreeMap<String, String> {
 
 fn kill_group(pgid: Option<i32>) {
     signal_group(pgid, libc::SIGKILL);
-}
-
-fn signal_group(pgid: Option<i32>, signal: i32) {
-    if let Some(pgid) = pgid.filter(|p| *p > 1) {
-        // SAFETY: killpg only sends a signal to the group we created for
-        // this server with process_group(0).
-        unsafe {
-            libc::killpg(pgid, signal);
-        }
-    }
-}
-
-/// Polls until no process is left in the group (or the bound passes).
-async fn wait_group_gone(pgid: Option<i32>, bound: Duration) -> bool {
-    let Some(pgid) = pgid.filter(|p| *p > 1) else {
-        return true;
-    };
-    let until = tokio::time::Instant::now() + bound;
-    loop {
-        // SAFETY: signal 0 only checks whether the group has members.
-        let alive = unsafe { libc::killpg(pgid, 0) } == 0;
-        if !alive {
-            return true;
-        }
-        if tokio::time::Instant::now() >= until {
-            return false;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }

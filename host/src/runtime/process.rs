@@ -10,6 +10,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 use super::RuntimeError;
+use crate::procgroup::signal_group;
 
 /// How long a sandbox gets to exit after its channel closes before SIGTERM,
 /// and again before SIGKILL: the guest flushes and exits at once on EOF, so
@@ -128,16 +129,6 @@ impl Drop for SandboxProcess {
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .spawn();
-        }
-    }
-}
-
-fn signal_group(pgid: Option<i32>, signal: i32) {
-    if let Some(pgid) = pgid.filter(|p| *p > 1) {
-        // SAFETY: killpg only sends a signal; the group id came from a child
-        // we spawned with process_group(0), so it names that child's group.
-        unsafe {
-            libc::killpg(pgid, signal);
         }
     }
 }
