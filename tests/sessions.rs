@@ -226,3 +226,38 @@ async fn sessions_named_in_calls_are_separate() {
     );
     c.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_sessions_are_reaped_and_the_session_cap_holds() {
+    let fx = Fixture::new();
+    let c = fx
+        .client("bubblewrap", &["--session-idle", "1", "--warm-pool", "0"])
+        .await;
+    c.run("idle = 1").await;
+    tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+    let state = fx.state().display().to_string();
+    let sandboxes: Vec<String> = processes_matching(&state)
+        .into_iter()
+        .filter(|p| p.contains("bwrap"))
+        .collect();
+    assert!(
+        sandboxes.is_empty(),
+        "the idle session's sandbox is gone: {sandboxes:?}"
+    );
+    let r = c.run("print('idle' in globals())").await;
+    assert_eq!(r.stdout(), "False\n");
+    c.close().await;
+
+    let c = fx.client("bubblewrap", &["--max-sessions", "1"]).await;
+    c.call(json!({"code": "a = 1", "session": "a"})).await;
+    c.call(json!({"code": "b = 1", "session": "b"})).await;
+    let r = c
+        .call(json!({"code": "print('a' in globals())", "session": "a"}))
+        .await;
+    assert_eq!(
+        r.stdout(),
+        "False\n",
+        "session a was closed to make room for b"
+    );
+    c.close().await;
+}

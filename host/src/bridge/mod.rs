@@ -29,7 +29,8 @@ use crate::settings::Settings;
 
 /// Largest frame either side sends; the guest reads with the same default.
 pub const MAX_FRAME_BYTES: usize = codemode_proto::DEFAULT_MAX_FRAME_BYTES;
-/// How often idle sessions are looked for.
+/// How often idle sessions are looked for, at most (short idle limits are
+/// checked at half their length).
 const REAP_INTERVAL: Duration = Duration::from_secs(30);
 /// Size of each sandbox tmpfs (`/tmp`, `/workspace`).
 const TMPFS_BYTES: u64 = 256 * 1024 * 1024;
@@ -260,11 +261,13 @@ impl Bridge {
     fn spawn_reaper(self: &Arc<Self>) {
         let weak = Arc::downgrade(self);
         let stop = self.shutdown.clone();
+        let idle = Duration::from_secs(self.settings.session_idle.max(1));
+        let interval = REAP_INTERVAL.min(idle / 2);
         tokio::spawn(async move {
             loop {
                 tokio::select! {
                     _ = stop.cancelled() => return,
-                    _ = tokio::time::sleep(REAP_INTERVAL) => {}
+                    _ = tokio::time::sleep(interval) => {}
                 }
                 let Some(bridge) = weak.upgrade() else { return };
                 bridge.reap_idle().await;
