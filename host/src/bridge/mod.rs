@@ -10,7 +10,7 @@ mod warm;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use codemode_proto::v1::{DiscoveredServer, RichOutput};
 use tokio::sync::Mutex;
@@ -181,11 +181,9 @@ impl Bridge {
             tmpfs_bytes: TMPFS_BYTES,
             cpu_seconds: BWRAP_CPU_SECONDS,
         };
-        let instance = format!(
-            "{:x}{:x}",
-            std::process::id(),
-            Instant::now().elapsed().as_nanos() as u32 ^ rand_seed()
-        );
+        // Names this bridge's sandboxes: pid plus clock nanos, so two bridges
+        // started in the same second do not collide.
+        let instance = format!("{:x}{:08x}", std::process::id(), clock_nanos());
         let spec = LaunchSpec {
             limits,
             mounts,
@@ -386,7 +384,7 @@ impl Bridge {
     }
 }
 
-fn rand_seed() -> u32 {
+fn clock_nanos() -> u32 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.subsec_nanos())

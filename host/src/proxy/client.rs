@@ -3,7 +3,6 @@
 //! log tagged with the server's name, its tool list cached until the
 //! server says it changed.
 
-use std::collections::BTreeMap;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -249,18 +248,6 @@ impl Drop for ProxiedServer {
     fn drop(&mut self) {
         kill_group(self.pgid);
     }
-}
-
-/// Parses the env of a config into the (sorted) map the child gets.
-pub fn child_env(cfg: &ServerConfig) -> BTreeMap<String, String> {
-    let mut env = BTreeMap::new();
-    for key in BASE_ENV {
-        if let Ok(v) = std::env::var(key) {
-            env.insert((*key).to_string(), v);
-        }
-    }
-    env.extend(cfg.env.clone());
-    env
 }
 
 fn kill_group(pgid: Option<i32>) {

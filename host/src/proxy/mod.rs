@@ -15,7 +15,7 @@ use rmcp::model::{CallToolResult, Tool};
 use tokio::sync::Mutex;
 
 pub use alias::{assign as assign_aliases, sanitize};
-pub use client::{child_env, ProxiedServer, ProxyError};
+pub use client::{ProxiedServer, ProxyError};
 pub use docs::{format_doc, search_docs, Detail};
 
 use crate::config::ServerConfig;
