@@ -5,7 +5,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 setup_all
 
 log "running a session: discover servers, call everything.echo and time.get_current_time"
-"$BIN/codemode" --config "$LOCAL/servers.json" run --servers everything,time - <<'PY'
+cd "$ROOT"
+"$BIN/codemode" run --servers everything,time - <<'PY'
 import asyncio
 print("servers:", [s["name"] for s in runtime.discovered_servers(detailed=True)])
 print("tools matching 'time':", [d["tool"] for d in runtime.search_tool_docs_sync("time")])

@@ -79,10 +79,13 @@ build_image() {
   if [ "${1:-}" = all ]; then "$BIN/codemode" image build --variant datascience; fi
 }
 
-# Writes the example servers config pointing at real third-party servers.
+# Writes the example servers config pointing at real third-party servers,
+# into ./mcp-servers/ (a location codemode discovers when run from the
+# checkout; gitignored).
+DEMO_CONFIG="$ROOT/mcp-servers/demo.json"
 write_demo_config() {
-  mkdir -p "$LOCAL"
-  cat > "$LOCAL/servers.json" <<JSON
+  mkdir -p "$ROOT/mcp-servers"
+  cat > "$DEMO_CONFIG" <<JSON
 {
   "mcpServers": {
     "everything": {

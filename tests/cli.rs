@@ -103,3 +103,38 @@ async fn doctor_checks_runtime_sandbox_and_servers() {
     assert!(text.contains("[FAIL] server ghost"), "{text}");
     assert!(text.contains("extra.json"), "{text}");
 }
+
+/// The README's promise: after the setup, from the checkout, with no
+/// `--config`, the demo servers are discovered in ./mcp-servers/.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_readme_one_liner_works_from_the_checkout() {
+    let root = crate::common::repo_root();
+    assert!(
+        root.join("mcp-servers/demo.json").exists(),
+        "scripts/lib.sh writes the demo config"
+    );
+    let home = tempfile::tempdir().unwrap();
+    let out = tokio::process::Command::new(crate::common::codemode_bin())
+        .args([
+            "--state-dir",
+            &home.path().join("state").display().to_string(),
+        ])
+        .args([
+            "run",
+            "--servers",
+            "everything",
+            "print(await mcp_everything.echo(message=\"hi\"))",
+        ])
+        .env("HOME", home.path())
+        .env_remove("MCP_SERVERS_CONFIG")
+        .current_dir(&root)
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "Echo: hi\n");
+}
