@@ -123,6 +123,8 @@ pub struct Bridge {
     sessions: Mutex<HashMap<String, Arc<Mutex<Session>>>>,
     audit: Option<Arc<AuditLog>>,
     shutdown: CancellationToken,
+    /// The podman machine this bridge started (stopped again at exit).
+    started_machine: Option<PathBuf>,
 }
 
 impl Bridge {
@@ -192,7 +194,13 @@ impl Bridge {
             name: String::new(),
         };
 
+        let mut started_machine = None;
         if let runtime::Backend::Oci(oci) = &choice.backend {
+            if oci.engine == runtime::OciEngine::Podman
+                && runtime::machine::ensure_ready(&oci.binary).await?
+            {
+                started_machine = Some(oci.binary.clone());
+            }
             let removed = runtime::sweep_stale_containers(oci).await;
             if removed > 0 {
                 tracing::info!("removed {removed} containers left by earlier bridges");
@@ -235,6 +243,7 @@ impl Bridge {
             sessions: Mutex::new(HashMap::new()),
             audit,
             shutdown: CancellationToken::new(),
+            started_machine,
         });
         bridge.spawn_reaper();
         Ok(bridge)
@@ -377,6 +386,9 @@ impl Bridge {
         }
         self.warm.shutdown().await;
         self.pool.shutdown_all().await;
+        if let Some(podman) = &self.started_machine {
+            runtime::machine::stop(podman).await;
+        }
     }
 
     pub(crate) fn audit(&self) -> Option<Arc<AuditLog>> {

@@ -5,6 +5,7 @@
 mod bwrap;
 mod cgroup;
 mod detect;
+pub mod machine;
 mod mounts;
 mod oci;
 mod process;
@@ -70,6 +71,11 @@ pub enum RuntimeError {
     Missing {
         runtime: &'static str,
         binary: &'static str,
+    },
+    #[error("the {runtime} runtime does not work: {output}")]
+    Unusable {
+        runtime: &'static str,
+        output: String,
     },
     #[error("guest binary {0} not found: build it (`cargo build --release -p codemode-guest`) or pass --guest PATH")]
     GuestMissing(PathBuf),
