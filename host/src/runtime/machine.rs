@@ -137,9 +137,9 @@ mod tests {
     async fn starts_a_stopped_machine_and_creates_a_missing_one() {
         let dir = tempfile::tempdir().unwrap();
         let podman = fake_podman(dir.path(), true);
-        assert!(ensure_ready(&podman).await.unwrap(), "started");
+        assert!(start_machine_if_needed(&podman).await.unwrap(), "started");
         assert!(
-            !ensure_ready(&podman).await.unwrap(),
+            !start_machine_if_needed(&podman).await.unwrap(),
             "already running: nothing to do"
         );
         stop(&podman).await;
@@ -147,7 +147,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let podman = fake_podman(dir.path(), false);
         assert!(
-            ensure_ready(&podman).await.unwrap(),
+            start_machine_if_needed(&podman).await.unwrap(),
             "created, then started"
         );
     }
