@@ -180,7 +180,8 @@ fn async_helpers_ask_the_host() {
     assert_eq!(lines[0], "('everything', 'other')");
     assert!(lines[1].contains("'name': 'echo'"), "{}", lines[1]);
     assert!(
-        lines[3].starts_with("{'server': 'everything'") && lines[3].contains("'description': 'doc'"),
+        lines[3].starts_with("{'server': 'everything'")
+            && lines[3].contains("'description': 'doc'"),
         "single doc expected: {}",
         lines[3]
     );
