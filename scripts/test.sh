@@ -15,4 +15,14 @@ log "cargo clippy"
 cargo clippy --locked --workspace --all-targets -- -D warnings
 log "cargo test"
 export CODEMODE_TEST_NODE_DIR="$NODE_DIR" CODEMODE_TEST_VENV="$VENV"
-cargo test --locked --workspace --release -- --test-threads 2
+log_file="$LOCAL/test.log"
+# --lib --bins --tests: every unit and integration test (the crates have no
+# doc tests, and the benchmark is run separately with `cargo bench`).
+set +e
+cargo test --locked --workspace --release --lib --bins --tests -- --test-threads 2 2>&1 | tee "$log_file"
+status=${PIPESTATUS[0]}
+set -e
+# One closing line for the whole run, summed over every test binary.
+awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($i ~ /^passed;?$/) p += $(i-1); if ($i ~ /^failed;?$/) f += $(i-1) } }
+     END { printf "%d passed, %d failed\n", p, f }' "$log_file"
+exit "$status"
