@@ -137,4 +137,29 @@ async fn the_readme_one_liner_works_from_the_checkout() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(String::from_utf8_lossy(&out.stdout), "Echo: hi\n");
+    // In a directory you do not trust, project configs can be ignored.
+    let out = tokio::process::Command::new(crate::common::codemode_bin())
+        .args([
+            "--state-dir",
+            &home.path().join("state").display().to_string(),
+        ])
+        .args([
+            "--no-project-configs",
+            "run",
+            "--servers",
+            "everything",
+            "print(1)",
+        ])
+        .env("HOME", home.path())
+        .env_remove("MCP_SERVERS_CONFIG")
+        .current_dir(&root)
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "everything is unknown without ./mcp-servers/"
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown server"));
 }

@@ -120,6 +120,11 @@ pub struct Settings {
     /// Allow server configs that would launch codemode itself.
     #[arg(long, env = "MCP_BRIDGE_ALLOW_SELF_SERVER")]
     pub allow_self_server: bool,
+    /// Ignore server configs in the working directory (./.mcp.json,
+    /// ./mcp-servers/, ...): use this when codemode runs in a directory you
+    /// do not trust, since such a config names programs codemode starts.
+    #[arg(long, env = "MCP_BRIDGE_NO_PROJECT_CONFIGS")]
+    pub no_project_configs: bool,
 }
 
 impl Settings {
@@ -146,6 +151,16 @@ impl Settings {
             return PathBuf::from(home).join(".local/state/codemode");
         }
         PathBuf::from(".codemode")
+    }
+
+    /// Where MCP server configs are looked for, per these settings.
+    pub fn discovery_context(&self) -> crate::config::DiscoveryContext {
+        let mut ctx = crate::config::DiscoveryContext::from_process(
+            self.configs.clone(),
+            self.allow_self_server,
+        );
+        ctx.scan_project_locations = !self.no_project_configs;
+        ctx
     }
 
     /// Where saved tools live on the host.

@@ -21,7 +21,7 @@ pub use rpc::AuditLog;
 pub use session::Session;
 pub use warm::WarmPool;
 
-use crate::config::{Discovery, DiscoveryContext};
+use crate::config::Discovery;
 use crate::proxy::ServerPool;
 use crate::runtime::{self, parse_mount, BackendChoice, LaunchSpec, Limits};
 use crate::sandbox::OutputListener;
@@ -131,8 +131,7 @@ impl Bridge {
     /// Discovers servers, selects the runtime and prepares the state dir.
     /// Starts nothing yet except (with a warm pool) background sandboxes.
     pub async fn new(settings: Settings) -> Result<Arc<Self>, BridgeError> {
-        let ctx =
-            DiscoveryContext::from_process(settings.configs.clone(), settings.allow_self_server);
+        let ctx = settings.discovery_context();
         let discovery = crate::config::discover(&ctx);
         for problem in &discovery.problems {
             tracing::warn!("config: {problem}");

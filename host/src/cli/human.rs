@@ -62,10 +62,7 @@ pub fn finish_run(out: &RunOutcome) -> ExitCode {
 }
 
 pub async fn servers(settings: &Settings, with_tools: bool) -> ExitCode {
-    let ctx = crate::config::DiscoveryContext::from_process(
-        settings.configs.clone(),
-        settings.allow_self_server,
-    );
+    let ctx = settings.discovery_context();
     let found = crate::config::discover(&ctx);
     for p in &found.problems {
         eprintln!("warning: {p}");

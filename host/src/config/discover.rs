@@ -33,7 +33,10 @@ pub fn discover(ctx: &DiscoveryContext) -> Discovery {
         walk.source(&ctx.cwd.join(path), Kind::File, SERVERS_CONFIG_ENV, true);
     }
     if ctx.scan_default_locations {
-        for source in default_sources(ctx.home.as_deref(), &ctx.cwd) {
+        for source in default_sources(
+            ctx.home.as_deref(),
+            ctx.scan_project_locations.then_some(ctx.cwd.as_path()),
+        ) {
             walk.source(&source.path, source.kind, source.name, false);
         }
     }

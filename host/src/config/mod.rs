@@ -134,6 +134,10 @@ pub struct DiscoveryContext {
     pub allow_self: bool,
     /// Read the default locations after the explicit files.
     pub scan_default_locations: bool,
+    /// Include the default locations under `cwd` (`./.mcp.json`,
+    /// `./mcp-servers/`, ...). Off for untrusted working directories: a
+    /// config there names programs codemode would start.
+    pub scan_project_locations: bool,
 }
 
 impl DiscoveryContext {
@@ -152,6 +156,7 @@ impl DiscoveryContext {
             explicit,
             allow_self: allow_self || allow_env,
             scan_default_locations: true,
+            scan_project_locations: true,
         }
     }
 }

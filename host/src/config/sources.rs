@@ -24,8 +24,8 @@ pub(crate) struct Source {
 const MAC: &str = "Library/Application Support";
 
 /// Default locations for `home` and `cwd`; home-relative ones are left out
-/// when `home` is unknown.
-pub(crate) fn default_sources(home: Option<&Path>, cwd: &Path) -> Vec<Source> {
+/// when `home` is unknown, project-local ones when `cwd` is `None`.
+pub(crate) fn default_sources(home: Option<&Path>, cwd: Option<&Path>) -> Vec<Source> {
     let mut list = Vec::new();
     let at_home = |list: &mut Vec<Source>, rel: &str, kind: Kind, name: &'static str| {
         if let Some(home) = home {
@@ -37,11 +37,13 @@ pub(crate) fn default_sources(home: Option<&Path>, cwd: &Path) -> Vec<Source> {
         }
     };
     let at_cwd = |list: &mut Vec<Source>, rel: &str, kind: Kind, name: &'static str| {
-        list.push(Source {
-            path: cwd.join(rel),
-            kind,
-            name,
-        });
+        if let Some(cwd) = cwd {
+            list.push(Source {
+                path: cwd.join(rel),
+                kind,
+                name,
+            });
+        }
     };
     use Kind::{ClaudeProject, Dir, File};
     let l = &mut list;
@@ -188,7 +190,7 @@ mod tests {
 
     #[test]
     fn every_location_is_listed_once_and_home_ones_need_a_home() {
-        let all = default_sources(Some(Path::new("/h")), Path::new("/p"));
+        let all = default_sources(Some(Path::new("/h")), Some(Path::new("/p")));
         let mut seen = HashSet::new();
         for source in &all {
             // ~/.claude.json is read twice on purpose: local scope, then user scope.
@@ -197,16 +199,19 @@ mod tests {
                 "{source:?}"
             );
         }
-        let cwd_only = default_sources(None, Path::new("/p"));
+        let cwd_only = default_sources(None, Some(Path::new("/p")));
         assert!(!cwd_only.is_empty());
         assert!(cwd_only.iter().all(|s| s.path.starts_with("/p")));
+        let home_only = default_sources(Some(Path::new("/h")), None);
+        assert!(!home_only.is_empty());
+        assert!(home_only.iter().all(|s| s.path.starts_with("/h")));
         let home_count = all.iter().filter(|s| s.path.starts_with("/h")).count();
         assert_eq!(all.len(), cwd_only.len() + home_count);
     }
 
     #[test]
     fn claude_code_scopes_rank_local_then_project_then_user() {
-        let all = default_sources(Some(Path::new("/h")), Path::new("/p"));
+        let all = default_sources(Some(Path::new("/h")), Some(Path::new("/p")));
         let index = |path: &str, kind: Kind| {
             all.iter()
                 .position(|s| s.path == Path::new(path) && s.kind == kind)

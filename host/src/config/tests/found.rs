@@ -9,7 +9,7 @@ use crate::config::{discover, load_file_report};
 #[test]
 fn every_default_location_is_populated_and_read() {
     let tree = Tree::new();
-    for source in default_sources(Some(&tree.home), &tree.cwd) {
+    for source in default_sources(Some(&tree.home), Some(&tree.cwd)) {
         let populated = match source.kind {
             Kind::Dir => std::fs::read_dir(&source.path).is_ok_and(|mut d| d.next().is_some()),
             Kind::File | Kind::ClaudeProject => source.path.is_file(),

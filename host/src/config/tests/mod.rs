@@ -182,6 +182,7 @@ impl Tree {
             explicit: vec![self.explicit.clone()],
             allow_self: false,
             scan_default_locations: true,
+            scan_project_locations: true,
         }
     }
 }

@@ -150,6 +150,7 @@ fn explicit_files_alone_and_missing_ones_reported() {
     let d = discover(&DiscoveryContext {
         explicit: vec![missing.clone(), tree.explicit.clone()],
         scan_default_locations: false,
+        scan_project_locations: true,
         ..tree.context()
     });
     let names: Vec<&str> = d.servers.keys().map(String::as_str).collect();
@@ -169,6 +170,7 @@ fn explicit_files_alone_and_missing_ones_reported() {
         explicit: vec![PathBuf::from("empty.json")],
         env_config: None,
         scan_default_locations: false,
+        scan_project_locations: true,
         ..tree.context()
     });
     assert!(d.servers.is_empty());
