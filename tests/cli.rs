@@ -163,3 +163,49 @@ async fn the_readme_one_liner_works_from_the_checkout() {
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown server"));
 }
+
+/// A configured runtime that cannot work is refused with a clear error and
+/// a fix; codemode never runs the code some other way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unusable_runtime_is_refused_never_bypassed() {
+    let fx = Fixture::new();
+    let cases: [(&[&str], &str); 3] = [
+        (
+            &[
+                "--runtime",
+                "podman",
+                "--image",
+                "localhost/codemode-missing:0",
+            ],
+            "codemode image build",
+        ),
+        (
+            &[
+                "--runtime",
+                "bubblewrap",
+                "--guest",
+                "/nonexistent/codemode-guest",
+            ],
+            "guest binary",
+        ),
+        (&["--runtime", "docker"], "docker"),
+    ];
+    for (flags, expected) in cases {
+        let mut args: Vec<&str> = flags.to_vec();
+        args.extend(["run", "print('ran outside a sandbox')"]);
+        let mut cmd = tokio::process::Command::new(crate::common::codemode_bin());
+        cmd.args(["--config", &fx.config().display().to_string()]);
+        cmd.args(["--state-dir", &fx.state().display().to_string()]);
+        cmd.args(&args);
+        cmd.env("HOME", fx.dir.path().join("home"))
+            .current_dir(fx.dir.path());
+        let out = cmd.output().await.unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{flags:?} must fail here: {stderr}");
+        assert!(
+            !String::from_utf8_lossy(&out.stdout).contains("ran outside"),
+            "{flags:?}"
+        );
+        assert!(stderr.contains(expected), "{flags:?}: {stderr}");
+    }
+}

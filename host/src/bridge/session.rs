@@ -84,11 +84,7 @@ impl Session {
             let mut all = self.servers.clone();
             all.extend(new.iter().cloned());
             let infos = Self::infos(bridge, &all).await?;
-            let mut sb = bridge
-                .warm_pool()
-                .take()
-                .await
-                .map_err(|e| format!("could not start a sandbox: {e}"))?;
+            let mut sb = bridge.warm_pool().take().await.map_err(start_error)?;
             let init = Init {
                 protocol_major: codemode_proto::PROTOCOL_MAJOR,
                 protocol_minor: codemode_proto::PROTOCOL_MINOR,
@@ -208,6 +204,20 @@ impl Session {
             }
         }
     }
+}
+
+/// Why no sandbox could be started, with the fix for a missing image.
+fn start_error(e: crate::sandbox::SandboxError) -> String {
+    let text = e.to_string();
+    let missing_image = text.contains("image not known")
+        || text.contains("No such image")
+        || text.contains("Unable to find image");
+    let hint = if missing_image {
+        "; build it with `codemode image build` (or run with --runtime bubblewrap)"
+    } else {
+        ""
+    };
+    format!("could not start a sandbox: {text}{hint}")
 }
 
 fn format_py_error(e: &codemode_proto::v1::PyError) -> String {

@@ -85,6 +85,9 @@ impl OciBackend {
                 "ALL",
                 "--security-opt",
                 "no-new-privileges",
+                // A missing image is an error to report, not a download.
+                "--pull",
+                "never",
             ]
             .map(String::from),
         );

@@ -2,8 +2,10 @@
 //! frames, stderr forwarded to tracing, and a `Drop` that kills the group
 //! (and removes the container) so no sandbox outlives its owner.
 
+use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::process::Stdio;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -29,7 +31,11 @@ pub struct SandboxProcess {
     pub name: String,
     /// bubblewrap's per-sandbox cgroup, removed after the process is gone.
     pub(super) cgroup: Option<super::cgroup::SandboxCgroup>,
+    recent_stderr: Arc<Mutex<VecDeque<String>>>,
 }
+
+/// Lines of a sandbox's stderr kept for error messages.
+const RECENT_STDERR_LINES: usize = 20;
 
 impl SandboxProcess {
     /// Spawns `cmd` in a new process group with piped stdio.
@@ -48,12 +54,20 @@ impl SandboxProcess {
             source,
         })?;
         let pgid = child.id().and_then(|id| i32::try_from(id).ok());
+        let recent = Arc::new(Mutex::new(VecDeque::new()));
         if let Some(stderr) = child.stderr.take() {
             let tag = name.clone();
+            let recent = recent.clone();
             tokio::spawn(async move {
                 let mut lines = BufReader::new(stderr).lines();
                 while let Ok(Some(line)) = lines.next_line().await {
                     tracing::warn!(sandbox = %tag, "{line}");
+                    if let Ok(mut r) = recent.lock() {
+                        if r.len() == RECENT_STDERR_LINES {
+                            r.pop_front();
+                        }
+                        r.push_back(line);
+                    }
                 }
             });
         }
@@ -65,7 +79,18 @@ impl SandboxProcess {
             container,
             name,
             cgroup: None,
+            recent_stderr: recent,
         })
+    }
+
+    /// The last lines the sandbox wrote to stderr (why it failed to start,
+    /// usually), waiting briefly for the forwarder to catch up.
+    pub async fn stderr_tail(&self) -> String {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        self.recent_stderr
+            .lock()
+            .map(|r| r.iter().cloned().collect::<Vec<_>>().join("\n"))
+            .unwrap_or_default()
     }
 
     /// Escalating shutdown: close stdin (the guest exits on EOF), wait,

@@ -42,6 +42,8 @@ pub enum SandboxError {
     ReadyTimeout { name: String, secs: u64 },
     #[error("sandbox exited {during} (out of memory, killed, or the guest crashed); the log has its stderr")]
     Exited { during: &'static str },
+    #[error("the sandbox did not start: {stderr}")]
+    StartFailed { stderr: String },
     #[error(transparent)]
     Version(#[from] VersionMismatch),
     #[error("sandbox broke the protocol: {0}")]
@@ -97,7 +99,13 @@ impl Sandbox {
                 secs: READY_TIMEOUT.as_secs(),
             })?;
         let ready = match first {
-            None => return Err(SandboxError::Exited { during: "start-up" }),
+            None => {
+                let stderr = process.stderr_tail().await;
+                if stderr.trim().is_empty() {
+                    return Err(SandboxError::Exited { during: "start-up" });
+                }
+                return Err(SandboxError::StartFailed { stderr });
+            }
             Some(Err(e)) => return Err(e.into()),
             Some(Ok(GuestMessage {
                 kind: Some(guest_message::Kind::Ready(ready)),
