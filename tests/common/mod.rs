@@ -97,7 +97,8 @@ impl Fixture {
             "--state-dir".into(),
             self.state().display().to_string(),
             "--log-level".into(),
-            "info".into(),
+            // Warnings only: a failing test still shows why, a passing run stays readable.
+            "warn".into(),
         ]
     }
 
