@@ -31,7 +31,9 @@ impl BwrapBackend {
         Self { binary, guest }
     }
 
-    pub fn args(&self, spec: &LaunchSpec) -> Vec<String> {
+    /// bubblewrap's arguments; `seccomp_fd` is a descriptor the child
+    /// inherits holding the filter program.
+    pub fn args(&self, spec: &LaunchSpec, seccomp_fd: Option<i32>) -> Vec<String> {
         let l = &spec.limits;
         let (uid, gid) = l.user.split_once(':').unwrap_or((&l.user, &l.user));
         let mut a: Vec<String> = [
@@ -106,13 +108,18 @@ impl BwrapBackend {
         a.extend(["--setenv".into(), "HOME".into(), "/tmp".into()]);
         a.extend(["--setenv".into(), "PATH".into(), "/usr/bin:/bin".into()]);
         a.extend(["--chdir".into(), SANDBOX_WORKDIR.into()]);
+        if let Some(fd) = seccomp_fd {
+            a.extend(["--seccomp".into(), fd.to_string()]);
+        }
         a.push(GUEST_IN_SANDBOX.into());
         a
     }
 
     pub fn launch(&self, spec: &LaunchSpec) -> Result<SandboxProcess, RuntimeError> {
         let mut cmd = Command::new(&self.binary);
-        cmd.args(self.args(spec));
+        let filter = SeccompPipe::new()?;
+        cmd.args(self.args(spec, filter.as_ref().map(|f| f.read_fd)));
+        let inherit_fd = filter.as_ref().map(|f| f.read_fd);
         cmd.env_clear();
         let limits = spec.limits.clone();
         let cgroup = SandboxCgroup::create(&spec.name, limits.memory_bytes, limits.pids);
@@ -127,6 +134,13 @@ impl BwrapBackend {
         unsafe {
             cmd.pre_exec(move || {
                 join_in_child(&procs)?;
+                if let Some(fd) = inherit_fd {
+                    // The pipe was made close-on-exec so no other child
+                    // inherits it; only bwrap keeps it across exec.
+                    if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
                 if !has_cgroup {
                     // Without a cgroup: address space stands in for memory, and
                     // RLIMIT_NPROC binds when the sandbox user maps to a
@@ -142,6 +156,7 @@ impl BwrapBackend {
             });
         }
         let mut process = SandboxProcess::spawn(cmd, spec.name.clone(), None)?;
+        drop(filter);
         process.cgroup = cgroup;
         Ok(process)
     }
@@ -158,5 +173,51 @@ fn set_limit(resource: libc::__rlimit_resource_t, value: u64) -> std::io::Result
         Ok(())
     } else {
         Err(std::io::Error::last_os_error())
+    }
+}
+
+/// The seccomp program in a pipe whose read end bubblewrap inherits
+/// (`--seccomp FD`). Both ends are closed in this process on drop.
+struct SeccompPipe {
+    read_fd: i32,
+}
+
+impl SeccompPipe {
+    fn new() -> Result<Option<Self>, RuntimeError> {
+        let Some(program) = super::seccomp::program() else {
+            tracing::warn!(
+                "no seccomp filter for this architecture; bubblewrap sandboxes run without one"
+            );
+            return Ok(None);
+        };
+        let spawn_err = |source: std::io::Error| RuntimeError::Spawn {
+            what: "the seccomp pipe".into(),
+            source,
+        };
+        let mut fds = [0i32; 2];
+        // SAFETY: pipe2 writes two descriptors into the array we own.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            return Err(spawn_err(std::io::Error::last_os_error()));
+        }
+        let pipe = SeccompPipe { read_fd: fds[0] };
+        // The program (~500 bytes) fits the pipe buffer, so this write
+        // completes before anyone reads.
+        // SAFETY: writes from a live buffer of the stated length to our fd.
+        let written = unsafe { libc::write(fds[1], program.as_ptr().cast(), program.len()) };
+        // SAFETY: closes the write end we own; bwrap reads until EOF.
+        unsafe { libc::close(fds[1]) };
+        if usize::try_from(written).ok() != Some(program.len()) {
+            return Err(spawn_err(std::io::Error::other(
+                "short write of the seccomp program",
+            )));
+        }
+        Ok(Some(pipe))
+    }
+}
+
+impl Drop for SeccompPipe {
+    fn drop(&mut self) {
+        // SAFETY: closes the read end this struct owns, once.
+        unsafe { libc::close(self.read_fd) };
     }
 }

@@ -9,6 +9,7 @@ pub mod machine;
 mod mounts;
 mod oci;
 mod process;
+mod seccomp;
 
 use std::path::PathBuf;
 
