@@ -144,12 +144,26 @@ pub fn parse_arguments(
 }
 
 /// Streams cell output as MCP progress notifications.
+/// The guest caps what it streams, but it is untrusted: the host stops
+/// forwarding after this budget (the full capped output is still in the result).
 struct ProgressListener {
     tx: tokio::sync::mpsc::UnboundedSender<String>,
+    budget: usize,
 }
 
 impl OutputListener for ProgressListener {
     fn chunk(&mut self, stream: Stream, data: &[u8]) {
+        if self.budget == 0 {
+            return;
+        }
+        if data.len() > self.budget {
+            self.budget = 0;
+            let _ = self
+                .tx
+                .send("[... further output is in the result ...]".into());
+            return;
+        }
+        self.budget -= data.len();
         let text = String::from_utf8_lossy(data);
         let msg = if stream == Stream::Stderr {
             format!("stderr: {text}")
@@ -233,7 +247,10 @@ impl ServerHandler for CodemodeServer {
                         }
                     }
                 });
-                let mut listener = ProgressListener { tx };
+                let budget = usize::try_from(self.bridge.settings.max_output_bytes)
+                    .unwrap_or(usize::MAX)
+                    .saturating_mul(2);
+                let mut listener = ProgressListener { tx, budget };
                 let out = self.bridge.run(req, &mut listener, cancel).await;
                 drop(listener);
                 let _ = forward.await;
