@@ -48,6 +48,16 @@ pub async fn run(settings: &Settings) -> ExitCode {
             },
         );
         healthy &= exists;
+        if rootless_on_cgroup_v1() {
+            healthy = false;
+            report(
+                false,
+                "limits",
+                "rootless podman on a cgroup v1 host ignores --memory and --pids-limit. \
+                 Fix: boot with cgroup v2 (systemd.unified_cgroup_hierarchy=1), run codemode as root, \
+                 or use --runtime bubblewrap (rlimits apply)",
+            );
+        }
         if let Some(rt) = &oci.oci_runtime {
             report(
                 true,
@@ -118,4 +128,11 @@ pub async fn run(settings: &Settings) -> ExitCode {
     } else {
         ExitCode::from(1)
     }
+}
+
+/// Rootless container engines cannot set cgroup limits on cgroup v1.
+fn rootless_on_cgroup_v1() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    !root && !std::path::Path::new("/sys/fs/cgroup/cgroup.controllers").exists()
 }
