@@ -261,3 +261,32 @@ async fn idle_sessions_are_reaped_and_the_session_cap_holds() {
     );
     c.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_tool_call_times_out_with_a_clear_error() {
+    let fx = Fixture::new();
+    let c = fx.client("bubblewrap", &["--call-timeout", "1"]).await;
+    let code = r#"
+import time
+start = time.monotonic()
+try:
+    await mcp_everything.trigger_long_running_operation(duration=10, steps=2)
+    print("finished?!")
+except runtime.MCPError as e:
+    print("error:", e.kind if hasattr(e, "kind") else "", e)
+print("took", round(time.monotonic() - start))
+print(await mcp_everything.echo(message="still usable"))
+"#;
+    let r = c
+        .call(json!({"code": code, "timeout": 30, "servers": ["everything"]}))
+        .await;
+    assert_eq!(r.status(), "success", "{r:?}");
+    let out = r.stdout();
+    assert!(out.contains("error:") && out.contains("within 1s"), "{out}");
+    assert!(
+        out.contains("took 1\n") || out.contains("took 2\n"),
+        "{out}"
+    );
+    assert!(out.contains("Echo: still usable"), "{out}");
+    c.close().await;
+}
