@@ -283,10 +283,12 @@ print(await mcp_everything.echo(message="still usable"))
     assert_eq!(r.status(), "success", "{r:?}");
     let out = r.stdout();
     assert!(out.contains("error:") && out.contains("within 1s"), "{out}");
-    assert!(
-        out.contains("took 1\n") || out.contains("took 2\n"),
-        "{out}"
-    );
+    let took: u64 = out
+        .lines()
+        .find_map(|l| l.strip_prefix("took "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(99);
+    assert!(took < 8, "cut off well before the operation's 10 s: {out}");
     assert!(out.contains("Echo: still usable"), "{out}");
     c.close().await;
 }
