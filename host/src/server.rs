@@ -15,7 +15,6 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{json, Value};
-use tokio_util::sync::CancellationToken;
 
 use crate::bridge::{Bridge, RunOutcome, RunRequest, RunStatus};
 use crate::render::render;
@@ -225,13 +224,8 @@ impl ServerHandler for CodemodeServer {
                 .into())
             }
         };
-        let cancel = CancellationToken::new();
-        let ct = context.ct.clone();
-        let cancel_on = cancel.clone();
-        let watcher = tokio::spawn(async move {
-            ct.cancelled().await;
-            cancel_on.cancel();
-        });
+        // rmcp cancels this token on `notifications/cancelled` for the request.
+        let cancel = context.ct.child_token();
         let result = match context.meta.get_progress_token() {
             Some(token) => {
                 let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
@@ -262,7 +256,6 @@ impl ServerHandler for CodemodeServer {
                     .await
             }
         };
-        watcher.abort();
         Ok(render(&result, mode).into())
     }
 
