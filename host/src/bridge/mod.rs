@@ -206,10 +206,11 @@ impl Bridge {
             }
         }
 
+        let policy = Policy::from_settings(&settings);
         let allowed: BTreeMap<_, _> = discovery
             .servers
             .iter()
-            .filter(|(name, _)| Policy::from_settings(&settings).server_allowed(name))
+            .filter(|(name, _)| policy.server_allowed(name))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         let pool = Arc::new(ServerPool::new(
@@ -233,7 +234,7 @@ impl Bridge {
         );
         warm.spawn_refill();
         let bridge = Arc::new(Self {
-            policy: Policy::from_settings(&settings),
+            policy,
             settings,
             choice,
             pool,
