@@ -89,24 +89,17 @@ impl SessionRpc {
         ))
     }
 
-    async fn infos(&self) -> Result<Vec<ServerInfo>, RpcError> {
-        let mut out = Vec::new();
-        for s in &self.servers {
-            out.push(self.pool.server_info(s).await.map_err(proxy_err)?);
-        }
-        Ok(out)
+    /// The metadata of a server this session has loaded.
+    async fn loaded_info(&self, server: &str) -> Result<ServerInfo, RpcError> {
+        self.check_server(server)?;
+        self.pool.server_info(server).await.map_err(proxy_err)
     }
 
     async fn answer(self: Arc<Self>, call: Call) -> Result<String, RpcError> {
         let value = match call {
             Call::ListServers(_) => json!(self.servers.iter().collect::<Vec<_>>()),
             Call::ListTools(req) => {
-                self.check_server(&req.server)?;
-                let info = self
-                    .pool
-                    .server_info(&req.server)
-                    .await
-                    .map_err(proxy_err)?;
+                let info = self.loaded_info(&req.server).await?;
                 Value::Array(
                     info.tools
                         .iter()
@@ -120,12 +113,7 @@ impl SessionRpc {
                 )
             }
             Call::QueryToolDocs(req) => {
-                self.check_server(&req.server)?;
-                let info = self
-                    .pool
-                    .server_info(&req.server)
-                    .await
-                    .map_err(proxy_err)?;
+                let info = self.loaded_info(&req.server).await?;
                 let d = detail(req.detail);
                 if req.tool.is_empty() {
                     Value::Array(info.tools.iter().map(|t| format_doc(&info, t, d)).collect())
@@ -145,7 +133,11 @@ impl SessionRpc {
                 }
             }
             Call::SearchToolDocs(req) => {
-                let infos = self.infos().await?;
+                let infos = self
+                    .pool
+                    .server_infos(&self.servers)
+                    .await
+                    .map_err(proxy_err)?;
                 Value::Array(search_docs(
                     &infos,
                     &req.query,

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use codemode_proto::v1::{Init, Limits as WireLimits, ServerInfo};
+use codemode_proto::v1::{Init, Limits as WireLimits};
 use tokio_util::sync::CancellationToken;
 
 use super::rpc::SessionRpc;
@@ -44,20 +44,6 @@ impl Session {
         }
     }
 
-    async fn infos(bridge: &Bridge, names: &BTreeSet<String>) -> Result<Vec<ServerInfo>, String> {
-        let mut out = Vec::new();
-        for n in names {
-            out.push(
-                bridge
-                    .pool
-                    .server_info(n)
-                    .await
-                    .map_err(|e| e.to_string())?,
-            );
-        }
-        Ok(out)
-    }
-
     /// Makes sure a live, initialized sandbox with `wanted` servers exists.
     async fn prepare(
         &mut self,
@@ -83,7 +69,11 @@ impl Session {
         if self.sandbox.is_none() {
             let mut all = self.servers.clone();
             all.extend(new.iter().cloned());
-            let infos = Self::infos(bridge, &all).await?;
+            let infos = bridge
+                .pool
+                .server_infos(&all)
+                .await
+                .map_err(|e| e.to_string())?;
             let mut sb = bridge.warm_pool().take().await.map_err(start_error)?;
             let init = Init {
                 protocol_major: codemode_proto::PROTOCOL_MAJOR,
@@ -103,7 +93,11 @@ impl Session {
             self.sandbox = Some(sb);
             self.servers = all;
         } else if !new.is_empty() {
-            let infos = Self::infos(bridge, &new).await?;
+            let infos = bridge
+                .pool
+                .server_infos(&new)
+                .await
+                .map_err(|e| e.to_string())?;
             if let Some(sb) = self.sandbox.as_mut() {
                 sb.add_servers(infos)
                     .await

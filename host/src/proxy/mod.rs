@@ -131,6 +131,18 @@ impl ServerPool {
         })
     }
 
+    /// [`Self::server_info`] for each name, in order.
+    pub async fn server_infos<'a>(
+        &self,
+        names: impl IntoIterator<Item = &'a String>,
+    ) -> Result<Vec<ServerInfo>, ProxyError> {
+        let mut out = Vec::new();
+        for name in names {
+            out.push(self.server_info(name).await?);
+        }
+        Ok(out)
+    }
+
     pub async fn call_tool(
         &self,
         server: &str,
