@@ -1,0 +1,6 @@
+//! The security suite: each test runs one attack from a real cell (or
+//! plants what a cell could plant) on both backends, and asserts the safe
+//! outcome. Run as root and as an unprivileged user by `scripts/test.sh`.
+//! One file per trust boundary, one test per attack, named after it.
+
+mod isolation;
