@@ -98,6 +98,7 @@ pub fn finish(
         duration_us,
         rich: end.rich,
         dropped_output_bytes: end.dropped_output_bytes,
+        running_processes: crate::procs::running_besides_guest(),
     };
     let frame = encode_finished(session, finished);
     let bytes = frame.map_err(|source| CellError::Send { id, source })?;

@@ -18,6 +18,7 @@ mod error;
 mod fds;
 mod interpreter;
 mod output;
+mod procs;
 mod pymod;
 mod reader;
 mod session;

@@ -51,9 +51,11 @@ pub struct Settings {
     /// Process limit of a sandbox.
     #[arg(long, env = "MCP_BRIDGE_PIDS", default_value_t = 128)]
     pub pids: u32,
-    /// CPU limit of a container sandbox (e.g. 1.5).
-    #[arg(long, env = "MCP_BRIDGE_CPUS")]
-    pub cpus: Option<String>,
+    /// CPUs' worth of time one sandbox may use (e.g. 0.5, 1.5); `none`
+    /// for no quota. Enforced by the container engine, or by a cgroup for
+    /// bubblewrap where codemode can create one (`codemode doctor` says).
+    #[arg(long, env = "MCP_BRIDGE_CPUS", default_value = "1")]
+    pub cpus: String,
     /// uid:gid the sandbox runs as.
     #[arg(long, env = "MCP_BRIDGE_CONTAINER_USER", default_value = "65534:65534")]
     pub container_user: String,
@@ -166,6 +168,21 @@ impl Settings {
     /// Where saved tools live on the host.
     pub fn tools_dir(&self) -> PathBuf {
         self.state_dir().join("tools")
+    }
+
+    /// The CPU quota: `None` for `none` (or 0), else a positive number of CPUs.
+    pub fn cpu_quota(&self) -> Result<Option<f64>, String> {
+        let t = self.cpus.trim();
+        if t.eq_ignore_ascii_case("none") {
+            return Ok(None);
+        }
+        match t.parse::<f64>() {
+            Ok(0.0) => Ok(None),
+            Ok(v) if v.is_finite() && v > 0.0 => Ok(Some(v)),
+            _ => Err(format!(
+                "--cpus: expected a positive number of CPUs such as 1 or 0.5, or none; got {t:?}"
+            )),
+        }
     }
 
     /// Memory limit in bytes, parsed from forms like `512m`, `1g`, `1048576`.

@@ -136,7 +136,7 @@ impl Bridge {
         for problem in &discovery.problems {
             tracing::warn!("config: {problem}");
         }
-        let choice = runtime::select_backend(&settings)?;
+        let mut choice = runtime::select_backend(&settings)?;
         tracing::info!(
             runtime = choice.backend.name(),
             "sandbox runtime: {}",
@@ -165,6 +165,13 @@ impl Bridge {
             }
         }
 
+        if let runtime::Backend::Oci(oci) = &mut choice.backend {
+            oci.write_seccomp_profile(&state)
+                .map_err(|source| BridgeError::StateDir {
+                    path: state.clone(),
+                    source,
+                })?;
+        }
         let mut protected = vec![state.clone()];
         if let Ok(exe) = std::env::current_exe() {
             protected.push(exe);
@@ -174,10 +181,21 @@ impl Bridge {
             .iter()
             .map(|m| parse_mount(m, &protected))
             .collect::<Result<Vec<_>, _>>()?;
+        match &choice.backend {
+            runtime::Backend::Bubblewrap(bw) => {
+                bw.check_mounts(&settings.container_user, &mounts)?
+            }
+            runtime::Backend::Oci(_) => {
+                let ids = runtime::identity::Ids::parse(&settings.container_user)
+                    .map_err(runtime::RuntimeError::from)?;
+                runtime::identity::check_oci_user(ids, &settings.container_user)
+                    .map_err(runtime::RuntimeError::from)?;
+            }
+        }
         let limits = Limits {
             memory_bytes: settings.memory_bytes().map_err(BridgeError::Setting)?,
             pids: settings.pids,
-            cpus: settings.cpus.clone(),
+            cpus: settings.cpu_quota().map_err(BridgeError::Setting)?,
             user: settings.container_user.clone(),
             tmpfs_bytes: TMPFS_BYTES,
             cpu_seconds: BWRAP_CPU_SECONDS,
@@ -203,6 +221,11 @@ impl Bridge {
             let removed = runtime::sweep_stale_containers(oci).await;
             if removed > 0 {
                 tracing::info!("removed {removed} containers left by earlier bridges");
+            }
+        } else {
+            let removed = runtime::sweep_stale_cgroups();
+            if removed > 0 {
+                tracing::info!("removed {removed} sandbox cgroups left by earlier bridges");
             }
         }
 
@@ -278,6 +301,7 @@ impl Bridge {
                 }
                 let Some(bridge) = weak.upgrade() else { return };
                 bridge.reap_idle().await;
+                runtime::remove_leftover_cgroups().await;
             }
         });
     }
@@ -385,6 +409,7 @@ impl Bridge {
             s.lock().await.close().await;
         }
         self.warm.shutdown().await;
+        runtime::remove_leftover_cgroups().await;
         self.pool.shutdown_all().await;
         if let Some(podman) = &self.started_machine {
             runtime::machine::stop(podman).await;

@@ -150,8 +150,48 @@ impl SessionRpc {
         Ok(value.to_string())
     }
 
-    async fn call_tool(&self, req: codemode_proto::v1::CallTool) -> Result<String, RpcError> {
+    /// The server's own name for `wanted`: the guest resolves aliases and
+    /// case itself, but it is untrusted, so the policy is checked against
+    /// the name the server will run, found here.
+    async fn canonical_tool(&self, server: &str, wanted: &str) -> Result<String, RpcError> {
+        let tools = self.pool.tools(server).await.map_err(proxy_err)?;
+        if tools.iter().any(|t| t.name == wanted) {
+            return Ok(wanted.to_string());
+        }
+        let names: Vec<String> = tools.iter().map(|t| t.name.to_string()).collect();
+        let aliases = crate::proxy::assign_aliases(&names, "tool");
+        let want = wanted.to_lowercase();
+        let matches: Vec<&String> = names
+            .iter()
+            .zip(&aliases)
+            .filter(|(n, a)| n.to_lowercase() == want || **a == want)
+            .map(|(n, _)| n)
+            .collect();
+        match matches.as_slice() {
+            [one] => Ok((*one).clone()),
+            [] => Err(err(
+                ErrorKind::NotFound,
+                format!(
+                    "tool {wanted:?} not found on server {server:?}; its tools: {}",
+                    names.join(", ")
+                ),
+            )),
+            many => Err(err(
+                ErrorKind::InvalidArguments,
+                format!(
+                    "tool {wanted:?} is ambiguous on server {server:?}: {}",
+                    many.iter()
+                        .map(|s| s.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )),
+        }
+    }
+
+    async fn call_tool(&self, mut req: codemode_proto::v1::CallTool) -> Result<String, RpcError> {
         self.check_server(&req.server)?;
+        req.tool = self.canonical_tool(&req.server, &req.tool).await?;
         if !self.policy.tool_allowed(&req.server, &req.tool) {
             return Err(err(
                 ErrorKind::NotAllowed,

@@ -159,6 +159,9 @@ impl Session {
                         tokio::spawn(sb.shutdown());
                     }
                 }
+                if cell.running_processes > 0 {
+                    notes.push(running_note(cell.running_processes));
+                }
                 let status = match cell.status {
                     CellStatus::Success => RunStatus::Success,
                     CellStatus::Error => RunStatus::Error,
@@ -198,6 +201,16 @@ impl Session {
             }
         }
     }
+}
+
+/// Tells the model that processes it started outlive the cell.
+fn running_note(n: u32) -> String {
+    let what = if n == 1 {
+        "1 process started in this session is".to_string()
+    } else {
+        format!("{n} processes started in this session are")
+    };
+    format!("note: {what} still running after the cell; they keep using this sandbox's CPU and memory allowance until they exit or the session ends")
 }
 
 /// Why no sandbox could be started, with the fix for a missing image.

@@ -1,14 +1,18 @@
 //! bubblewrap: no image and no daemon. The guest binary and the host's
 //! system directories are bound read-only into an otherwise empty root,
 //! every namespace is unshared, and limits come from a per-sandbox cgroup
-//! when one can be created, else from rlimits set before exec.
+//! when one can be created, else from rlimits set before exec. When
+//! codemode runs as root, bwrap itself is started as an unprivileged host
+//! user ([`super::identity`]), so the sandbox never maps to host root.
 
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use tokio::process::Command;
 
-use super::cgroup::{join_in_child, SandboxCgroup};
-use super::{LaunchSpec, RuntimeError, SandboxProcess, SANDBOX_TOOLS_DIR, SANDBOX_WORKDIR};
+use super::cgroup::{join_in_child, CgroupLimits, SandboxCgroup};
+use super::identity::{bwrap_host_ids, reachable_by, Ids};
+use super::{LaunchSpec, Mount, RuntimeError, SandboxProcess, SANDBOX_TOOLS_DIR, SANDBOX_WORKDIR};
 
 /// Where the guest binary appears inside the sandbox.
 const GUEST_IN_SANDBOX: &str = "/opt/codemode/codemode-guest";
@@ -32,8 +36,15 @@ impl BwrapBackend {
     }
 
     /// bubblewrap's arguments; `seccomp_fd` is a descriptor the child
-    /// inherits holding the filter program.
-    pub fn args(&self, spec: &LaunchSpec, seccomp_fd: Option<i32>) -> Vec<String> {
+    /// inherits holding the filter program; `guest_fd`, when set, is the
+    /// guest binary opened for reading, copied in instead of bound (the
+    /// user bwrap runs as cannot reach the guest's path).
+    pub fn args(
+        &self,
+        spec: &LaunchSpec,
+        seccomp_fd: Option<i32>,
+        guest_fd: Option<i32>,
+    ) -> Vec<String> {
         let l = &spec.limits;
         let (uid, gid) = l.user.split_once(':').unwrap_or((&l.user, &l.user));
         let mut a: Vec<String> = [
@@ -69,14 +80,29 @@ impl BwrapBackend {
                 a.extend(["--ro-bind".into(), file.to_string(), file.to_string()]);
             }
         }
-        a.extend([
-            "--ro-bind".into(),
-            self.guest.display().to_string(),
-            GUEST_IN_SANDBOX.into(),
-        ]);
+        match guest_fd {
+            Some(fd) => a.extend([
+                "--perms".into(),
+                "0555".into(),
+                "--file".into(),
+                fd.to_string(),
+                GUEST_IN_SANDBOX.into(),
+            ]),
+            None => a.extend([
+                "--ro-bind".into(),
+                self.guest.display().to_string(),
+                GUEST_IN_SANDBOX.into(),
+            ]),
+        }
         a.extend([
             "--proc".into(),
             "/proc".into(),
+            // bwrap covers /proc/sys read-only only when it looks writable
+            // to it; cover it always (kernel.core_pattern runs a program as
+            // host root).
+            "--ro-bind".into(),
+            "/proc/sys".into(),
+            "/proc/sys".into(),
             "--dev".into(),
             "/dev".into(),
         ]);
@@ -115,14 +141,47 @@ impl BwrapBackend {
         a
     }
 
+    /// Refuses mounts the user bwrap runs as could not bind (it resolves
+    /// their paths itself), with a message naming the path, instead of
+    /// failing every sandbox start later.
+    pub fn check_mounts(&self, user: &str, mounts: &[Mount]) -> Result<(), RuntimeError> {
+        let Some(host) = bwrap_host_ids(Ids::parse(user)?) else {
+            return Ok(());
+        };
+        for m in mounts {
+            let want = if m.writable { 0o7 } else { 0o5 };
+            let want = if m.host.is_dir() { want } else { want & 0o6 };
+            if !reachable_by(&m.host, host, want) {
+                return Err(RuntimeError::Unreachable {
+                    path: m.host.clone(),
+                    uid: host.uid,
+                });
+            }
+        }
+        Ok(())
+    }
+
     pub fn launch(&self, spec: &LaunchSpec) -> Result<SandboxProcess, RuntimeError> {
+        let host = bwrap_host_ids(Ids::parse(&spec.limits.user)?);
+        let guest_copy = match host {
+            Some(ids) if !reachable_by(&self.guest, ids, 0o5) => Some(open_guest(&self.guest)?),
+            _ => None,
+        };
+        let guest_fd = guest_copy.as_ref().map(AsRawFd::as_raw_fd);
         let mut cmd = Command::new(&self.binary);
         let filter = SeccompPipe::new()?;
-        cmd.args(self.args(spec, filter.as_ref().map(|f| f.read_fd)));
-        let inherit_fd = filter.as_ref().map(|f| f.read_fd);
+        cmd.args(self.args(spec, filter.as_ref().map(|f| f.read_fd), guest_fd));
+        let inherit_fds = [filter.as_ref().map(|f| f.read_fd), guest_fd];
         cmd.env_clear();
         let limits = spec.limits.clone();
-        let cgroup = SandboxCgroup::create(&spec.name, limits.memory_bytes, limits.pids);
+        let cgroup = SandboxCgroup::create(
+            &spec.name,
+            CgroupLimits {
+                memory_bytes: limits.memory_bytes,
+                pids: limits.pids,
+                cpus: limits.cpus,
+            },
+        );
         let procs = cgroup
             .as_ref()
             .map(SandboxCgroup::procs_files)
@@ -134,9 +193,9 @@ impl BwrapBackend {
         unsafe {
             cmd.pre_exec(move || {
                 join_in_child(&procs)?;
-                if let Some(fd) = inherit_fd {
-                    // The pipe was made close-on-exec so no other child
-                    // inherits it; only bwrap keeps it across exec.
+                for fd in inherit_fds.into_iter().flatten() {
+                    // Made close-on-exec so no other child inherits them;
+                    // only bwrap keeps them across exec.
                     if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
                         return Err(std::io::Error::last_os_error());
                     }
@@ -152,14 +211,49 @@ impl BwrapBackend {
                 set_limit(libc::RLIMIT_FSIZE, limits.tmpfs_bytes)?;
                 set_limit(libc::RLIMIT_NOFILE, 1024)?;
                 set_limit(libc::RLIMIT_CORE, 0)?;
+                if let Some(ids) = host {
+                    drop_to(ids)?;
+                }
                 Ok(())
             });
         }
         let mut process = SandboxProcess::spawn(cmd, spec.name.clone(), None)?;
         drop(filter);
+        drop(guest_copy);
         process.cgroup = cgroup;
         Ok(process)
     }
+}
+
+/// Opens the guest for bwrap's `--file` (close-on-exec until `pre_exec`).
+fn open_guest(path: &Path) -> Result<OwnedFd, RuntimeError> {
+    std::fs::File::open(path)
+        .map(OwnedFd::from)
+        .map_err(|source| RuntimeError::Spawn {
+            what: format!("the guest binary {}", path.display()),
+            source,
+        })
+}
+
+/// Becomes `ids` for good (supplementary groups cleared first, then the
+/// gid, then the uid, so no step is left with root's rights). Runs in the
+/// forked child; setgroups/setgid/setuid are async-signal-safe.
+fn drop_to(ids: Ids) -> std::io::Result<()> {
+    // SAFETY: plain syscalls on this (child) process's credentials; a null
+    // list with length 0 is setgroups' documented way to clear the groups.
+    let ok = unsafe {
+        libc::setgroups(0, std::ptr::null()) == 0
+            && libc::setgid(ids.gid) == 0
+            && libc::setuid(ids.uid) == 0
+    };
+    if !ok {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: getuid/geteuid have no preconditions.
+    if unsafe { libc::getuid() == 0 || libc::geteuid() == 0 } {
+        return Err(std::io::Error::other("still root after setuid"));
+    }
+    Ok(())
 }
 
 fn set_limit(resource: libc::__rlimit_resource_t, value: u64) -> std::io::Result<()> {

@@ -1,20 +1,45 @@
 //! Per-sandbox cgroups for the bubblewrap backend, when this process may
-//! create them (root, or a delegated subtree): a pids limit and a memory
-//! limit that rlimits cannot give (RLIMIT_NPROC does not bind when the
-//! sandbox user maps to root outside). Nested under codemode's own cgroup.
+//! create them (root, or a delegated subtree): pids, memory and CPU limits
+//! that rlimits cannot give (RLIMIT_NPROC counts every process of a uid,
+//! not one sandbox's). Nested under codemode's own cgroup, named after the
+//! sandbox (`codemode-<sandbox name>`, which carries the bridge's pid), and
+//! removed once empty: awaited on shutdown, retried for ones a `Drop` could
+//! not remove, and swept at start-up for bridges that died.
 
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::Duration;
 
 const ROOT: &str = "/sys/fs/cgroup";
+/// CFS period for the CPU quota: the kernel's default.
+const CPU_PERIOD_US: u64 = 100_000;
+/// How long a shutdown waits for a sandbox's last processes to leave its
+/// cgroup (the kernel tears a pid namespace down asynchronously).
+const REMOVE_WAIT: Duration = Duration::from_secs(5);
+/// Prefix of every cgroup directory codemode creates.
+const PREFIX: &str = "codemode-";
+
+/// Limits one sandbox's cgroup applies.
+#[derive(Debug, Clone, Copy)]
+pub struct CgroupLimits {
+    pub memory_bytes: u64,
+    pub pids: u32,
+    /// CPUs' worth of time per period (1.5 = one and a half cores).
+    pub cpus: Option<f64>,
+}
 
 /// Cgroup directories created for one sandbox.
 #[derive(Debug)]
 pub struct SandboxCgroup {
     dirs: Vec<PathBuf>,
     procs: Vec<CString>,
+    /// Whether the CPU quota was applied (the cpu controller may be absent).
+    pub cpu_enforced: bool,
 }
+
+/// Cgroups a `Drop` could not remove yet (processes still exiting).
+static LEFTOVERS: Mutex<Vec<SandboxCgroup>> = Mutex::new(Vec::new());
 
 /// This process's cgroup path for a v1 controller, or the v2 path ("" key).
 fn own_path(controller: &str) -> Option<String> {
@@ -31,22 +56,47 @@ fn own_path(controller: &str) -> Option<String> {
     })
 }
 
+fn is_v2() -> bool {
+    Path::new(ROOT).join("cgroup.controllers").exists()
+}
+
+/// The directory sandboxes' cgroups are created in, per controller.
+fn parent_dirs() -> Vec<PathBuf> {
+    if is_v2() {
+        return own_path("")
+            .map(|own| vec![Path::new(ROOT).join(own.trim_start_matches('/'))])
+            .unwrap_or_default();
+    }
+    ["pids", "memory", "cpu"]
+        .iter()
+        .filter_map(|ctrl| {
+            let own = own_path(ctrl)?;
+            Some(Path::new(ROOT).join(ctrl).join(own.trim_start_matches('/')))
+        })
+        .collect()
+}
+
 fn write(path: &Path, value: &str) -> std::io::Result<()> {
     std::fs::write(path, value)
 }
 
+fn quota_us(cpus: f64) -> u64 {
+    // At least 1 ms per period: the kernel's minimum quota.
+    ((cpus * CPU_PERIOD_US as f64) as u64).max(1000)
+}
+
 impl SandboxCgroup {
     /// Creates the cgroups, or `None` when they cannot be created here.
-    pub fn create(name: &str, memory_bytes: u64, pids: u32) -> Option<Self> {
+    pub fn create(name: &str, limits: CgroupLimits) -> Option<Self> {
         let mut cg = SandboxCgroup {
             dirs: Vec::new(),
             procs: Vec::new(),
+            cpu_enforced: false,
         };
-        let v2 = Path::new(ROOT).join("cgroup.controllers").exists();
-        let made = if v2 {
-            cg.make_v2(name, memory_bytes, pids)
+        let made = if is_v2() {
+            cg.make_v2(name, limits)
         } else {
-            cg.make_v1(name, memory_bytes, pids)
+            cg.make_v1(name, limits)
         };
         match made {
             Ok(()) => Some(cg),
@@ -61,7 +111,7 @@ impl SandboxCgroup {
     }
 
     fn leaf(&mut self, base: PathBuf, name: &str) -> std::io::Result<PathBuf> {
-        let dir = base.join(format!("codemode-{name}"));
+        let dir = base.join(format!("{PREFIX}{name}"));
         std::fs::create_dir(&dir)?;
         self.dirs.push(dir.clone());
         let procs = CString::new(dir.join("cgroup.procs").display().to_string())
@@ -70,34 +120,54 @@ impl SandboxCgroup {
         Ok(dir)
     }
 
-    fn make_v1(&mut self, name: &str, memory_bytes: u64, pids: u32) -> std::io::Result<()> {
+    fn make_v1(&mut self, name: &str, limits: CgroupLimits) -> std::io::Result<()> {
         let base = |ctrl: &str| -> std::io::Result<PathBuf> {
             let own = own_path(ctrl)
                 .ok_or_else(|| std::io::Error::other(format!("no {ctrl} controller")))?;
             Ok(Path::new(ROOT).join(ctrl).join(own.trim_start_matches('/')))
         };
         let pids_dir = self.leaf(base("pids")?, name)?;
-        write(&pids_dir.join("pids.max"), &pids.to_string())?;
+        write(&pids_dir.join("pids.max"), &limits.pids.to_string())?;
         let mem_dir = self.leaf(base("memory")?, name)?;
-        write(
-            &mem_dir.join("memory.limit_in_bytes"),
-            &memory_bytes.to_string(),
-        )?;
+        let bytes = limits.memory_bytes.to_string();
+        write(&mem_dir.join("memory.limit_in_bytes"), &bytes)?;
         let memsw = mem_dir.join("memory.memsw.limit_in_bytes");
         if memsw.exists() {
-            write(&memsw, &memory_bytes.to_string())?;
+            write(&memsw, &bytes)?;
+        }
+        if let Some(cpus) = limits.cpus {
+            // The CPU quota is best effort: a host without the cpu
+            // controller still gets the pids and memory limits.
+            let applied = base("cpu").and_then(|b| {
+                let dir = self.leaf(b, name)?;
+                write(&dir.join("cpu.cfs_period_us"), &CPU_PERIOD_US.to_string())?;
+                write(&dir.join("cpu.cfs_quota_us"), &quota_us(cpus).to_string())
+            });
+            match applied {
+                Ok(()) => self.cpu_enforced = true,
+                Err(e) => tracing::warn!("no CPU quota for bubblewrap sandboxes: {e}"),
+            }
         }
         Ok(())
     }
 
-    fn make_v2(&mut self, name: &str, memory_bytes: u64, pids: u32) -> std::io::Result<()> {
+    fn make_v2(&mut self, name: &str, limits: CgroupLimits) -> std::io::Result<()> {
         let own = own_path("").ok_or_else(|| std::io::Error::other("no v2 cgroup"))?;
         let dir = self.leaf(Path::new(ROOT).join(own.trim_start_matches('/')), name)?;
-        write(&dir.join("pids.max"), &pids.to_string())?;
-        write(&dir.join("memory.max"), &memory_bytes.to_string())?;
+        write(&dir.join("pids.max"), &limits.pids.to_string())?;
+        write(&dir.join("memory.max"), &limits.memory_bytes.to_string())?;
         let swap = dir.join("memory.swap.max");
         if swap.exists() {
             write(&swap, "0")?;
+        }
+        if let Some(cpus) = limits.cpus {
+            let max = format!("{} {CPU_PERIOD_US}", quota_us(cpus));
+            match write(&dir.join("cpu.max"), &max) {
+                Ok(()) => self.cpu_enforced = true,
+                Err(e) => tracing::warn!(
+                    "no CPU quota for bubblewrap sandboxes (is the cpu controller delegated?): {e}"
+                ),
+            }
         }
         Ok(())
     }
@@ -118,22 +188,75 @@ impl SandboxCgroup {
         all
     }
 
-    /// Removes the cgroups once their processes are gone (retrying briefly
-    /// on a thread, since the last process may still be exiting).
-    pub fn remove(self) {
-        if self.remove_now() {
-            return;
-        }
-        std::thread::spawn(move || {
-            for _ in 0..50 {
-                std::thread::sleep(Duration::from_millis(100));
-                if self.remove_now() {
-                    return;
-                }
+    /// Removes the cgroups, waiting (bounded) for their last processes.
+    pub async fn remove(self) {
+        let until = tokio::time::Instant::now() + REMOVE_WAIT;
+        while !self.remove_now() {
+            if tokio::time::Instant::now() >= until {
+                tracing::warn!("sandbox cgroups {:?} still busy; retried later", self.dirs);
+                keep_for_later(self);
+                return;
             }
-            tracing::warn!("could not remove sandbox cgroups {:?}", self.dirs);
-        });
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
+
+    /// For `Drop`, which cannot wait: removes now or keeps the cgroup for
+    /// [`remove_leftovers`].
+    pub fn remove_or_defer(self) {
+        if !self.remove_now() {
+            keep_for_later(self);
+        }
+    }
+}
+
+fn keep_for_later(cg: SandboxCgroup) {
+    if let Ok(mut l) = LEFTOVERS.lock() {
+        l.push(cg);
+    }
+}
+
+/// Removes the cgroups a `Drop` left behind, waiting (bounded) for them
+/// to empty. Called by the reaper and at shutdown.
+pub async fn remove_leftovers() {
+    let pending: Vec<SandboxCgroup> = match LEFTOVERS.lock() {
+        Ok(mut l) => l.drain(..).collect(),
+        Err(_) => return,
+    };
+    for cg in pending {
+        cg.remove().await;
+    }
+}
+
+/// Removes empty sandbox cgroups whose bridge process is gone (killed
+/// before it could clean up). Returns how many were removed.
+pub fn sweep_stale(bridge_alive: impl Fn(u32) -> bool) -> usize {
+    let mut removed = 0;
+    for parent in parent_dirs() {
+        let Ok(entries) = std::fs::read_dir(&parent) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let name = e.file_name();
+            let Some(owner) = name.to_str().and_then(owner_pid) else {
+                continue;
+            };
+            if !bridge_alive(owner) && std::fs::remove_dir(e.path()).is_ok() {
+                removed += 1;
+            }
+        }
+    }
+    removed
+}
+
+/// The bridge pid in a cgroup name `codemode-codemode-<pid hex><8 hex
+/// nanos>-<n>` (see how the bridge names its instance).
+fn owner_pid(dir_name: &str) -> Option<u32> {
+    let rest = dir_name.strip_prefix(PREFIX)?.strip_prefix("codemode-")?;
+    let (instance, n) = rest.rsplit_once('-')?;
+    n.parse::<u64>().ok()?;
+    let pid_hex = instance.get(..instance.len().checked_sub(8)?)?;
+    u32::from_str_radix(pid_hex, 16).ok()
 }
 
 /// Called in the forked child: joins every cgroup in `procs`.
@@ -161,4 +284,28 @@ pub fn join_in_child(procs: &[CString]) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn owner_pid_is_read_from_the_sandbox_name() {
+        let instance = format!("{:x}{:08x}", 4242u32, 0xdead_beefu32);
+        assert_eq!(
+            owner_pid(&format!("codemode-codemode-{instance}-3")),
+            Some(4242)
+        );
+        assert_eq!(owner_pid("codemode-something-else"), None);
+        assert_eq!(owner_pid("user.slice"), None);
+        assert_eq!(owner_pid("codemode-codemode-abc-1"), None);
+    }
+
+    #[test]
+    fn quota_has_the_kernels_minimum() {
+        assert_eq!(quota_us(1.0), 100_000);
+        assert_eq!(quota_us(0.5), 50_000);
+        assert_eq!(quota_us(0.0), 1000);
+    }
 }

@@ -5,6 +5,7 @@
 mod bwrap;
 mod cgroup;
 mod detect;
+pub mod identity;
 pub mod machine;
 mod mounts;
 mod oci;
@@ -20,7 +21,21 @@ pub use detect::{guest_path, select_backend, which, BackendChoice};
 pub fn which_engine() -> Option<PathBuf> {
     which("podman").or_else(|| which("docker"))
 }
+pub use cgroup::remove_leftovers as remove_leftover_cgroups;
 pub use mounts::{parse_mount, Mount, MountError};
+
+/// Removes sandbox cgroups left by bridges that are gone.
+pub fn sweep_stale_cgroups() -> usize {
+    cgroup::sweep_stale(bridge_alive)
+}
+
+/// A pid belongs to a live codemode bridge (not a recycled pid).
+pub(crate) fn bridge_alive(pid: u32) -> bool {
+    pid == std::process::id()
+        || std::fs::read_to_string(format!("/proc/{pid}/comm"))
+            .map(|comm| comm.trim().starts_with("codemode"))
+            .unwrap_or(false)
+}
 pub use oci::{sweep_stale_containers, OciBackend, OciEngine};
 pub use process::SandboxProcess;
 
@@ -34,7 +49,8 @@ pub const SANDBOX_WORKDIR: &str = "/workspace";
 pub struct Limits {
     pub memory_bytes: u64,
     pub pids: u32,
-    pub cpus: Option<String>,
+    /// CPUs' worth of time a sandbox may use (`None`: no quota).
+    pub cpus: Option<f64>,
     /// `uid:gid` inside the sandbox.
     pub user: String,
     /// Size of the `/tmp` and `/workspace` tmpfs, in bytes.
@@ -80,6 +96,10 @@ pub enum RuntimeError {
     },
     #[error("guest binary {0} not found: build it (`cargo build --release -p codemode-guest`) or pass --guest PATH")]
     GuestMissing(PathBuf),
+    #[error(transparent)]
+    Identity(#[from] identity::IdentityError),
+    #[error("{path} cannot be reached by host uid {uid}, the unprivileged user bubblewrap runs sandboxes as when codemode runs as root: make it (and its parent directories) accessible to that uid, or mount another path")]
+    Unreachable { path: PathBuf, uid: u32 },
     #[error("failed to start {what}: {source}")]
     Spawn {
         what: String,

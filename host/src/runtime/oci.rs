@@ -18,6 +18,9 @@ pub const INSTANCE_LABEL: &str = "io.codemode.instance";
 /// File descriptors a sandbox may open; kept at or below the hard limit of
 /// common hosts (podman's default exceeds it on some and fails to start).
 const NOFILE_LIMIT: u32 = 1024;
+/// Size of `/run` and `/var/tmp` in a container: nothing writes there but
+/// a cell that wants to fill memory.
+const SMALL_TMPFS_BYTES: u64 = 16 * 1024 * 1024;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OciEngine {
@@ -41,6 +44,8 @@ pub struct OciBackend {
     pub image: String,
     /// `--runtime` for podman (runc/crun), if any.
     pub oci_runtime: Option<String>,
+    /// codemode's seccomp profile, once written ([`OciBackend::write_seccomp_profile`]).
+    pub seccomp_profile: Option<PathBuf>,
 }
 
 impl OciBackend {
@@ -58,7 +63,32 @@ impl OciBackend {
                 .clone()
                 .unwrap_or_else(|| crate::image::image_tag(crate::image::Variant::Default)),
             oci_runtime,
+            seccomp_profile: None,
         }
+    }
+
+    /// Writes codemode's seccomp profile (the engine's default tightened
+    /// with the sandbox deny list) into `dir` and uses it from now on.
+    pub fn write_seccomp_profile(&mut self, dir: &Path) -> std::io::Result<()> {
+        let base = super::seccomp::engine_default_profile();
+        match &base {
+            Some((path, _)) => tracing::debug!("seccomp: tightening {}", path.display()),
+            None => tracing::warn!(
+                "seccomp: no default profile of {} found to build on; containers get codemode's deny list on an allow-by-default profile",
+                self.engine.name()
+            ),
+        }
+        let profile = super::seccomp::oci_profile(base.map(|(_, v)| v));
+        let path = dir.join(format!("seccomp-{}.json", self.engine.name()));
+        let tmp = dir.join(format!(
+            ".seccomp-{}.json.{}",
+            self.engine.name(),
+            std::process::id()
+        ));
+        std::fs::write(&tmp, profile.to_string())?;
+        std::fs::rename(&tmp, &path)?;
+        self.seccomp_profile = Some(path);
+        Ok(())
     }
 
     /// Global flags placed before the subcommand.
@@ -91,6 +121,12 @@ impl OciBackend {
             ]
             .map(String::from),
         );
+        if let Some(profile) = &self.seccomp_profile {
+            a.extend([
+                "--security-opt".into(),
+                format!("seccomp={}", profile.display()),
+            ]);
+        }
         a.extend(["--name".into(), spec.name.clone()]);
         a.extend([
             "--label".into(),
@@ -105,8 +141,8 @@ impl OciBackend {
         // Without swap the memory limit is the real limit.
         a.extend(["--memory-swap".into(), l.memory_bytes.to_string()]);
         a.extend(["--pids-limit".into(), l.pids.to_string()]);
-        if let Some(cpus) = &l.cpus {
-            a.extend(["--cpus".into(), cpus.clone()]);
+        if let Some(cpus) = l.cpus {
+            a.extend(["--cpus".into(), cpus.to_string()]);
         }
         let tmpfs = |path: &str| {
             format!(
@@ -116,6 +152,14 @@ impl OciBackend {
         };
         a.extend(["--tmpfs".into(), tmpfs("/tmp")]);
         a.extend(["--tmpfs".into(), tmpfs(SANDBOX_WORKDIR)]);
+        // podman mounts these writable and exec-able with --read-only;
+        // nothing needs more than a little room in them.
+        for small in ["/run", "/var/tmp"] {
+            a.extend([
+                "--tmpfs".into(),
+                format!("{small}:rw,noexec,nosuid,nodev,size={SMALL_TMPFS_BYTES},mode=1777"),
+            ]);
+        }
         a.extend([
             "--ulimit".into(),
             format!("nofile={NOFILE_LIMIT}:{NOFILE_LIMIT}"),
@@ -134,9 +178,18 @@ impl OciBackend {
         }
         for m in &spec.mounts {
             let mode = if m.writable { "rw" } else { "ro" };
+            // docker's -v knows no noexec/nosuid/nodev; podman does.
+            let hardening = match self.engine {
+                OciEngine::Podman => ",noexec,nosuid,nodev",
+                OciEngine::Docker => "",
+            };
             a.extend([
                 "--volume".into(),
-                format!("{}:{}:{mode}", m.host.display(), m.sandbox.display()),
+                format!(
+                    "{}:{}:{mode}{hardening}",
+                    m.host.display(),
+                    m.sandbox.display()
+                ),
             ]);
         }
         a.push(self.image.clone());
@@ -192,7 +245,7 @@ pub async fn sweep_stale_containers(backend: &OciBackend) -> usize {
         let alive = pid
             .parse::<u32>()
             .ok()
-            .map(|p| p == std::process::id() || bridge_alive(p))
+            .map(super::bridge_alive)
             .unwrap_or(false);
         if alive {
             continue;
@@ -215,11 +268,4 @@ pub async fn sweep_stale_containers(backend: &OciBackend) -> usize {
         }
     }
     removed
-}
-
-/// A pid belongs to a live codemode bridge (not a recycled pid).
-fn bridge_alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/comm"))
-        .map(|comm| comm.trim().starts_with("codemode"))
-        .unwrap_or(false)
 }

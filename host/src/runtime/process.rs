@@ -112,7 +112,7 @@ impl SandboxProcess {
             self.pgid = None;
         }
         if let Some(cg) = self.cgroup.take() {
-            cg.remove();
+            cg.remove().await;
         }
         if let Some((engine, name)) = self.container.take() {
             let _ = Command::new(engine)
@@ -143,7 +143,7 @@ impl Drop for SandboxProcess {
     fn drop(&mut self) {
         signal_group(self.pgid, libc::SIGKILL);
         if let Some(cg) = self.cgroup.take() {
-            cg.remove();
+            cg.remove_or_defer();
         }
         if let Some((engine, name)) = self.container.take() {
             // Killing the podman client does not stop the container under

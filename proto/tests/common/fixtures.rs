@@ -217,6 +217,7 @@ pub fn all() -> Vec<Fixture> {
                 data: vec![0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a],
             }],
             dropped_output_bytes: 1 << 20,
+            running_processes: 2,
         })),
         guest(G::Log(Log {
             level: LogLevel::Warn.into(),

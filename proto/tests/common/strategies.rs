@@ -146,15 +146,19 @@ fn finished() -> impl Strategy<Value = Finished> {
         any::<u64>(),
         vec(rich, 0..3),
         any::<u64>(),
+        any::<u32>(),
     )
         .prop_map(
-            |(id, status, error, duration_us, rich, dropped_output_bytes)| Finished {
-                id,
-                status,
-                error,
-                duration_us,
-                rich,
-                dropped_output_bytes,
+            |(id, status, error, duration_us, rich, dropped_output_bytes, running_processes)| {
+                Finished {
+                    id,
+                    status,
+                    error,
+                    duration_us,
+                    rich,
+                    dropped_output_bytes,
+                    running_processes,
+                }
             },
         )
 }
