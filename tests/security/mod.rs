@@ -3,4 +3,8 @@
 //! outcome. Run as root and as an unprivileged user by `scripts/test.sh`.
 //! One file per trust boundary, one test per attack, named after it.
 
+mod as_root;
+mod host_root;
 mod isolation;
+mod kernel_surface;
+mod policy;

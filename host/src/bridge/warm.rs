@@ -110,6 +110,10 @@ impl WarmPool {
 
     pub async fn shutdown(&self) {
         self.closed.store(true, Ordering::SeqCst);
+        // A refill in flight sees `closed` once its start completes and
+        // shuts that sandbox down; wait for it, so nothing it started
+        // outlives the bridge.
+        let _refill_done = self.refilling.lock().await;
         let all: Vec<Sandbox> = self.ready.lock().await.drain(..).collect();
         futures::future::join_all(all.into_iter().map(Sandbox::shutdown)).await;
     }

@@ -17,6 +17,8 @@ const CPU_PERIOD_US: u64 = 100_000;
 /// How long a shutdown waits for a sandbox's last processes to leave its
 /// cgroup (the kernel tears a pid namespace down asynchronously).
 const REMOVE_WAIT: Duration = Duration::from_secs(5);
+/// 10 ms steps a `Drop` waits for a killed sandbox's cgroup to empty.
+const DROP_WAIT_STEPS: u32 = 50;
 /// Prefix of every cgroup directory codemode creates.
 const PREFIX: &str = "codemode-";
 
@@ -105,6 +107,7 @@ impl SandboxCgroup {
                     "no per-sandbox cgroup ({e}); bubblewrap limits fall back to rlimits"
                 );
                 cg.remove_now();
+                cg.dirs.clear();
                 None
             }
         }
@@ -189,7 +192,8 @@ impl SandboxCgroup {
     }
 
     /// Removes the cgroups, waiting (bounded) for their last processes.
-    pub async fn remove(self) {
+    pub async fn remove(mut self) {
+        self.kill_all();
         let until = tokio::time::Instant::now() + REMOVE_WAIT;
         while !self.remove_now() {
             if tokio::time::Instant::now() >= until {
@@ -199,13 +203,57 @@ impl SandboxCgroup {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+        self.dirs.clear();
     }
 
-    /// For `Drop`, which cannot wait: removes now or keeps the cgroup for
+    /// Sends SIGKILL to every process in the cgroups: what is left of a
+    /// sandbox whose bwrap was killed (its pid namespace is torn down
+    /// asynchronously, and `--new-session` puts it outside our group).
+    fn kill_all(&self) {
+        for d in &self.dirs {
+            let Ok(procs) = std::fs::read_to_string(d.join("cgroup.procs")) else {
+                continue;
+            };
+            for pid in procs.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
+                // SAFETY: kill only sends a signal; these pids are in a
+                // cgroup codemode created for this sandbox alone.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                }
+            }
+        }
+    }
+
+    /// For `Drop`, which cannot await: kills what is left, waits a bounded
+    /// moment for the cgroup to empty (the runtime may be shutting down,
+    /// so nothing later would remove it), else keeps it for
     /// [`remove_leftovers`].
-    pub fn remove_or_defer(self) {
-        if !self.remove_now() {
+    pub fn remove_or_defer(mut self) {
+        if self.remove_blocking() {
+            self.dirs.clear();
+        } else {
             keep_for_later(self);
+        }
+    }
+
+    fn remove_blocking(&self) -> bool {
+        self.kill_all();
+        for _ in 0..DROP_WAIT_STEPS {
+            if self.remove_now() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        false
+    }
+}
+
+impl Drop for SandboxCgroup {
+    /// Reached when a removal was itself dropped half-way (a task cancelled
+    /// at exit) or a leftover was never retried: one last bounded try.
+    fn drop(&mut self) {
+        if !self.dirs.is_empty() && !self.remove_blocking() {
+            tracing::warn!("could not remove sandbox cgroups {:?}", self.dirs);
         }
     }
 }
