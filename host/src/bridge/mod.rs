@@ -145,6 +145,12 @@ impl Bridge {
 
         let state = settings.state_dir();
         let tools = settings.tools_dir();
+        // Private when codemode creates it: it holds the approvals of
+        // project configs and the saved tools.
+        crate::config::create_private_dir(&state).map_err(|source| BridgeError::StateDir {
+            path: state.clone(),
+            source,
+        })?;
         std::fs::create_dir_all(&tools).map_err(|source| BridgeError::StateDir {
             path: tools.clone(),
             source,
@@ -348,26 +354,35 @@ impl Bridge {
                 .collect()
         };
         for s in &servers {
-            if !self.pool.configs().contains_key(s) {
-                let known: Vec<&str> = self.pool.configs().keys().map(String::as_str).collect();
-                let why = if self.discovery.servers.contains_key(s) {
-                    " (denied by the bridge's policy)"
-                } else {
-                    ""
-                };
+            if self.pool.configs().contains_key(s) {
+                continue;
+            }
+            if let Some(untrusted) = self.discovery.untrusted.iter().find(|u| &u.name == s) {
+                let approve = self.settings.trust_command(&untrusted.source);
                 return RunOutcome::failed(
                     RunStatus::ValidationError,
-                    format!(
-                        "unknown server {s:?}{why}; available: {}",
-                        if known.is_empty() {
-                            "none configured".to_string()
-                        } else {
-                            known.join(", ")
-                        }
-                    ),
+                    format!("{untrusted}; the user can approve the file with `{approve}`"),
                     servers,
                 );
             }
+            let known: Vec<&str> = self.pool.configs().keys().map(String::as_str).collect();
+            let why = if self.discovery.servers.contains_key(s) {
+                " (denied by the bridge's policy)"
+            } else {
+                ""
+            };
+            return RunOutcome::failed(
+                RunStatus::ValidationError,
+                format!(
+                    "unknown server {s:?}{why}; available: {}",
+                    if known.is_empty() {
+                        "none configured".to_string()
+                    } else {
+                        known.join(", ")
+                    }
+                ),
+                servers,
+            );
         }
         let timeout = self.settings.clamp_timeout(req.timeout);
         let session = self.session(&req.session).await;
