@@ -23,7 +23,7 @@ pub use warm::WarmPool;
 
 use crate::config::Discovery;
 use crate::proxy::ServerPool;
-use crate::runtime::{self, parse_mount, BackendChoice, LaunchSpec, Limits};
+use crate::runtime::{self, parse_mount, BackendChoice, LaunchSpec, Limits, MountGuard};
 use crate::sandbox::OutputListener;
 use crate::settings::Settings;
 
@@ -175,10 +175,18 @@ impl Bridge {
         if let Ok(exe) = std::env::current_exe() {
             protected.push(exe);
         }
+        // A cell that can write where configs are read could plant a server
+        // that codemode (or the user's client) starts on the host.
+        let configs = crate::config::config_locations(&ctx);
+        let guard = MountGuard {
+            protected,
+            user_configs: configs.user,
+            project_configs: configs.project,
+        };
         let mounts = settings
             .mounts
             .iter()
-            .map(|m| parse_mount(m, &protected))
+            .map(|m| parse_mount(m, &guard))
             .collect::<Result<Vec<_>, _>>()?;
         let limits = Limits {
             memory_bytes: settings.memory_bytes().map_err(BridgeError::Setting)?,

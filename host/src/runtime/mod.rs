@@ -20,7 +20,7 @@ pub use detect::{guest_path, select_backend, which, BackendChoice};
 pub fn which_engine() -> Option<PathBuf> {
     which("podman").or_else(|| which("docker"))
 }
-pub use mounts::{parse_mount, Mount, MountError};
+pub use mounts::{parse_mount, Mount, MountError, MountGuard};
 pub use oci::{sweep_stale_containers, OciBackend, OciEngine};
 pub use process::SandboxProcess;
 
