@@ -81,7 +81,8 @@ build_image() {
 
 # Writes the example servers config pointing at real third-party servers,
 # into ./mcp-servers/ (a location codemode discovers when run from the
-# checkout; gitignored).
+# checkout; gitignored), and approves it: a project config's servers start
+# only once approved (`codemode trust`), and this one is ours.
 DEMO_CONFIG="$ROOT/mcp-servers/demo.json"
 write_demo_config() {
   mkdir -p "$ROOT/mcp-servers"
@@ -107,6 +108,7 @@ write_demo_config() {
   }
 }
 JSON
+  "$BIN/codemode" trust "$DEMO_CONFIG" >/dev/null
 }
 
 setup_all() {

@@ -105,7 +105,9 @@ async fn doctor_checks_runtime_sandbox_and_servers() {
 }
 
 /// The README's promise: after the setup, from the checkout, with no
-/// `--config`, the demo servers are discovered in ./mcp-servers/.
+/// `--config`, the demo servers are discovered in ./mcp-servers/. The setup
+/// approves the demo config it writes; a fresh state dir (as here) has no
+/// approval yet, so the first run is refused and says how to approve.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_readme_one_liner_works_from_the_checkout() {
     let root = crate::common::repo_root();
@@ -114,48 +116,52 @@ async fn the_readme_one_liner_works_from_the_checkout() {
         "scripts/lib.sh writes the demo config"
     );
     let home = tempfile::tempdir().unwrap();
-    let out = tokio::process::Command::new(crate::common::codemode_bin())
-        .args([
-            "--state-dir",
-            &home.path().join("state").display().to_string(),
-        ])
-        .args([
-            "run",
-            "--servers",
-            "everything",
-            "print(await mcp_everything.echo(message=\"hi\"))",
-        ])
-        .env("HOME", home.path())
-        .env_remove("MCP_SERVERS_CONFIG")
-        .current_dir(&root)
+    let state = home.path().join("state").display().to_string();
+    let codemode = |args: &[&str]| {
+        let mut cmd = tokio::process::Command::new(crate::common::codemode_bin());
+        cmd.args(["--state-dir", &state])
+            .args(args)
+            .env("HOME", home.path())
+            .env_remove("MCP_SERVERS_CONFIG")
+            .current_dir(&root);
+        cmd
+    };
+    let one_liner = [
+        "run",
+        "--servers",
+        "everything",
+        "print(await mcp_everything.echo(message=\"hi\"))",
+    ];
+    let out = codemode(&one_liner).output().await.unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("not approved") && stderr.contains(" trust "),
+        "{stderr}"
+    );
+    let out = codemode(&["trust", "mcp-servers/demo.json"])
         .output()
         .await
         .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let out = codemode(&one_liner).output().await.unwrap();
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(String::from_utf8_lossy(&out.stdout), "Echo: hi\n");
-    // In a directory you do not trust, project configs can be ignored.
-    let out = tokio::process::Command::new(crate::common::codemode_bin())
-        .args([
-            "--state-dir",
-            &home.path().join("state").display().to_string(),
-        ])
-        .args([
-            "--no-project-configs",
-            "run",
-            "--servers",
-            "everything",
-            "print(1)",
-        ])
-        .env("HOME", home.path())
-        .env_remove("MCP_SERVERS_CONFIG")
-        .current_dir(&root)
-        .output()
-        .await
-        .unwrap();
+    // Project configs can also be ignored altogether, approved or not.
+    let out = codemode(&[
+        "--no-project-configs",
+        "run",
+        "--servers",
+        "everything",
+        "print(1)",
+    ])
+    .output()
+    .await
+    .unwrap();
     assert_eq!(
         out.status.code(),
         Some(2),

@@ -59,7 +59,7 @@ pub struct Settings {
     /// uid:gid the sandbox runs as.
     #[arg(long, env = "MCP_BRIDGE_CONTAINER_USER", default_value = "65534:65534")]
     pub container_user: String,
-    /// Where codemode keeps saved tools and its audit log.
+    /// Where codemode keeps saved tools and the approvals of project configs.
     #[arg(long, env = "MCP_BRIDGE_STATE_DIR")]
     pub state_dir: Option<PathBuf>,
     /// Text rendering of results.
@@ -123,8 +123,8 @@ pub struct Settings {
     #[arg(long, env = "MCP_BRIDGE_ALLOW_SELF_SERVER")]
     pub allow_self_server: bool,
     /// Ignore server configs in the working directory (./.mcp.json,
-    /// ./mcp-servers/, ...): use this when codemode runs in a directory you
-    /// do not trust, since such a config names programs codemode starts.
+    /// ./mcp-servers/, ...) altogether. Without this flag they are listed,
+    /// but their servers start only once approved with `codemode trust`.
     #[arg(long, env = "MCP_BRIDGE_NO_PROJECT_CONFIGS")]
     pub no_project_configs: bool,
 }
@@ -162,7 +162,24 @@ impl Settings {
             self.allow_self_server,
         );
         ctx.scan_project_locations = !self.no_project_configs;
+        ctx.trust = crate::config::TrustStore::load_or_distrust(&self.trust_file());
         ctx
+    }
+
+    /// Where approvals of project config files are kept (`codemode trust`).
+    pub fn trust_file(&self) -> PathBuf {
+        self.state_dir().join(crate::config::TRUST_FILE)
+    }
+
+    /// The command that approves `file` for this configuration, quoted for
+    /// a shell; it names the state dir when one was chosen, since that is
+    /// where the approval must land.
+    pub fn trust_command(&self, file: &std::path::Path) -> String {
+        let quote = crate::config::shell_quote;
+        match &self.state_dir {
+            Some(dir) => format!("codemode --state-dir {} trust {}", quote(dir), quote(file)),
+            None => format!("codemode trust {}", quote(file)),
+        }
     }
 
     /// Where saved tools live on the host.

@@ -8,3 +8,4 @@ mod host_root;
 mod isolation;
 mod kernel_surface;
 mod policy;
+mod project_config;

@@ -23,7 +23,7 @@ pub use warm::WarmPool;
 
 use crate::config::Discovery;
 use crate::proxy::ServerPool;
-use crate::runtime::{self, parse_mount, BackendChoice, LaunchSpec, Limits};
+use crate::runtime::{self, parse_mount, BackendChoice, LaunchSpec, Limits, MountGuard};
 use crate::sandbox::OutputListener;
 use crate::settings::Settings;
 
@@ -145,6 +145,12 @@ impl Bridge {
 
         let state = settings.state_dir();
         let tools = settings.tools_dir();
+        // Private when codemode creates it: it holds the approvals of
+        // project configs and the saved tools.
+        crate::config::create_private_dir(&state).map_err(|source| BridgeError::StateDir {
+            path: state.clone(),
+            source,
+        })?;
         std::fs::create_dir_all(&tools).map_err(|source| BridgeError::StateDir {
             path: tools.clone(),
             source,
@@ -176,10 +182,18 @@ impl Bridge {
         if let Ok(exe) = std::env::current_exe() {
             protected.push(exe);
         }
+        // A cell that can write where configs are read could plant a server
+        // that codemode (or the user's client) starts on the host.
+        let configs = crate::config::config_locations(&ctx);
+        let guard = MountGuard {
+            protected,
+            user_configs: configs.user,
+            project_configs: configs.project,
+        };
         let mounts = settings
             .mounts
             .iter()
-            .map(|m| parse_mount(m, &protected))
+            .map(|m| parse_mount(m, &guard))
             .collect::<Result<Vec<_>, _>>()?;
         match &choice.backend {
             runtime::Backend::Bubblewrap(bw) => {
@@ -372,26 +386,35 @@ impl Bridge {
                 .collect()
         };
         for s in &servers {
-            if !self.pool.configs().contains_key(s) {
-                let known: Vec<&str> = self.pool.configs().keys().map(String::as_str).collect();
-                let why = if self.discovery.servers.contains_key(s) {
-                    " (denied by the bridge's policy)"
-                } else {
-                    ""
-                };
+            if self.pool.configs().contains_key(s) {
+                continue;
+            }
+            if let Some(untrusted) = self.discovery.untrusted.iter().find(|u| &u.name == s) {
+                let approve = self.settings.trust_command(&untrusted.source);
                 return RunOutcome::failed(
                     RunStatus::ValidationError,
-                    format!(
-                        "unknown server {s:?}{why}; available: {}",
-                        if known.is_empty() {
-                            "none configured".to_string()
-                        } else {
-                            known.join(", ")
-                        }
-                    ),
+                    format!("{untrusted}; the user can approve the file with `{approve}`"),
                     servers,
                 );
             }
+            let known: Vec<&str> = self.pool.configs().keys().map(String::as_str).collect();
+            let why = if self.discovery.servers.contains_key(s) {
+                " (denied by the bridge's policy)"
+            } else {
+                ""
+            };
+            return RunOutcome::failed(
+                RunStatus::ValidationError,
+                format!(
+                    "unknown server {s:?}{why}; available: {}",
+                    if known.is_empty() {
+                        "none configured".to_string()
+                    } else {
+                        known.join(", ")
+                    }
+                ),
+                servers,
+            );
         }
         let timeout = self.settings.clamp_timeout(req.timeout);
         let session = self.session(&req.session).await;

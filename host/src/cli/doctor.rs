@@ -122,6 +122,22 @@ pub async fn run(settings: &Settings) -> ExitCode {
             }
         }
     }
+    // Not started, not a failure: approving a project file is the user's call.
+    for s in &bridge.discovery.untrusted {
+        let state = if s.changed {
+            "changed since it was approved"
+        } else {
+            "not approved"
+        };
+        let line = format!(
+            "[skip] server {}: project file {} is {state}, so it is not started. \
+             Approve it with `{}`",
+            s.name,
+            s.source.display(),
+            settings.trust_command(&s.source)
+        );
+        println!("{}", super::human::printable(&line));
+    }
     bridge.shutdown().await;
     if healthy {
         ExitCode::SUCCESS

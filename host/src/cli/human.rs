@@ -2,6 +2,7 @@
 //! prints to stdout outside the MCP wire.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+use std::borrow::Cow;
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -15,6 +16,31 @@ use crate::settings::Settings;
 pub fn fail(message: &str) -> ExitCode {
     eprintln!("codemode: {message}");
     ExitCode::from(2)
+}
+
+/// A path for the terminal, see [`printable`].
+pub fn printable_path(path: &std::path::Path) -> String {
+    printable(&path.display().to_string()).into_owned()
+}
+
+/// `text` with control characters escaped: names and commands from a
+/// project file are chosen by whoever wrote it, and must not drive the
+/// terminal they are printed on.
+pub fn printable(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(char::is_control) {
+        return Cow::Borrowed(text);
+    }
+    Cow::Owned(
+        text.chars()
+            .map(|c| {
+                if c.is_control() {
+                    c.escape_default().to_string()
+                } else {
+                    c.to_string()
+                }
+            })
+            .collect(),
+    )
 }
 
 /// Streams a cell's output to this process's stdout/stderr as it arrives.
@@ -67,7 +93,7 @@ pub async fn servers(settings: &Settings, with_tools: bool) -> ExitCode {
     for p in &found.problems {
         eprintln!("warning: {p}");
     }
-    if found.servers.is_empty() {
+    if found.servers.is_empty() && found.untrusted.is_empty() {
         println!("no MCP servers found; add one with --config FILE or see `codemode --help`");
         return ExitCode::SUCCESS;
     }
@@ -97,8 +123,27 @@ pub async fn servers(settings: &Settings, with_tools: bool) -> ExitCode {
         }
         println!("{line}");
     }
+    // Listed, never started: approving the file is the user's decision.
+    for s in &found.untrusted {
+        let state = if s.changed {
+            "changed since approved"
+        } else {
+            "not approved"
+        };
+        let mut line = format!(
+            "{}\t-\t{} ({})\tUNTRUSTED ({state}; not started): approve with `{}`",
+            printable(&s.name),
+            printable_path(&s.source),
+            s.source_name,
+            settings.trust_command(&s.source)
+        );
+        if !s.description.is_empty() {
+            line.push_str(&format!("\t{}", printable(&s.description)));
+        }
+        println!("{line}");
+    }
     for s in &found.skipped {
-        eprintln!("skipped: {s}");
+        eprintln!("skipped: {}", printable(&s.to_string()));
     }
     pool.shutdown_all().await;
     if failed {

@@ -1,9 +1,10 @@
 //! Command-line interface: `serve` for MCP clients, and `run`, `servers`,
-//! `doctor`, `image`, `tools` for people. Human output goes to stdout only
+//! `trust`, `doctor`, `image`, `tools` for people. Human output goes to stdout only
 //! in these commands; `serve` keeps stdout for the MCP wire.
 
 mod doctor;
 mod human;
+mod trust;
 
 use std::io::Read;
 use std::path::PathBuf;
@@ -47,6 +48,17 @@ pub enum Command {
         /// Start each server and count its tools.
         #[arg(long)]
         tools: bool,
+    },
+    /// Approve project config files (./.mcp.json, ./mcp-servers/*.json, ...)
+    /// so their servers may start; with no FILE, list this directory's
+    /// project configs and whether each is approved.
+    Trust {
+        /// Remove the approval of the FILEs instead.
+        #[arg(long)]
+        revoke: bool,
+        /// Config files to approve (their current bytes; a change needs a new approval).
+        #[arg(value_name = "FILE")]
+        files: Vec<PathBuf>,
     },
     /// Check the runtime, the image and every server, with a fix for each failure.
     Doctor,
@@ -120,6 +132,7 @@ pub fn main() -> ExitCode {
                 code,
             } => run_once(cli.settings, servers, cell_timeout, code).await,
             Command::Servers { tools } => human::servers(&cli.settings, tools).await,
+            Command::Trust { revoke, files } => trust::run(&cli.settings, &files, revoke),
             Command::Doctor => doctor::run(&cli.settings).await,
             Command::Image {
                 action:

@@ -14,6 +14,8 @@ pub(crate) struct Expander<'a> {
     /// The VS Code workspace a `.vscode/*.json` file belongs to.
     pub workspace: Option<PathBuf>,
     pub env: &'a dyn Fn(&str) -> Option<String>,
+    /// Off for [`Expander::inert`]: every form stays as written.
+    pub active: bool,
 }
 
 impl<'a> Expander<'a> {
@@ -33,10 +35,26 @@ impl<'a> Expander<'a> {
             home,
             workspace,
             env,
+            active: true,
+        }
+    }
+
+    /// Expander that expands nothing and forwards no variable: for files
+    /// the user has not approved, whose entries must not carry codemode's
+    /// environment (tokens) anywhere, not even into a listing.
+    pub fn inert() -> Expander<'static> {
+        Expander {
+            home: None,
+            workspace: None,
+            env: &no_env,
+            active: false,
         }
     }
 
     pub fn expand(&self, text: &str) -> String {
+        if !self.active {
+            return text.to_owned();
+        }
         let mut out = String::with_capacity(text.len());
         let mut rest = text;
         while let Some(start) = rest.find("${") {
@@ -75,6 +93,10 @@ impl<'a> Expander<'a> {
         }
         (self.env)(name).or_else(|| default.map(str::to_owned))
     }
+}
+
+fn no_env(_: &str) -> Option<String> {
+    None
 }
 
 fn path_string(path: &Path) -> String {
@@ -134,6 +156,14 @@ mod tests {
             "tail ${TOKEN",
             "",
         ] {
+            assert_eq!(e.expand(text), text);
+        }
+    }
+
+    #[test]
+    fn the_inert_expander_leaves_everything_as_written() {
+        let e = Expander::inert();
+        for text in ["${TOKEN}", "${env:TOKEN}", "${userHome}", "${UNSET:-d}"] {
             assert_eq!(e.expand(text), text);
         }
     }

@@ -12,9 +12,10 @@
 //! 3. The default locations (unless `scan_default_locations` is off), in the reference bridge's
 //!    order; `~` is `$HOME`, `./` is the working directory; on Linux each
 //!    macOS `~/Library/Application Support/<App>` path is followed by its
-//!    `~/.config/<app>` twin; a project-scope file added beyond the
-//!    reference comes right before its user-scope counterpart, as the
-//!    client itself ranks them:
+//!    `~/.config/<app>` twin. The user-scope (`~`) locations are read first
+//!    and the project-scope (`./`) ones after all of them, in this list's
+//!    order (unless `scan_project_locations` is off): a project file never
+//!    shadows a user-level definition.
 //!    1. `~/MCPs/*.json`
 //!    2. `~/.config/mcp/servers/*.json`
 //!    3. `~/Library/Application Support/Claude Code/mcp/servers/*.json`,
@@ -53,6 +54,17 @@
 //! `MCP_SERVERS_CONFIG` path is relative to the working directory; a
 //! `--config` directory is read like a folder source.
 //!
+//! # Trust
+//!
+//! A project-scope file is read with its exact bytes checked against the
+//! [`TrustStore`] (`codemode trust`). Until the user approved those bytes,
+//! its servers are [`Discovery::untrusted`]: listed, never in
+//! [`Discovery::servers`] (so never started or offered to a sandbox), their
+//! `${...}` never expanded, and they claim no name. `--config` and
+//! `MCP_SERVERS_CONFIG` files and everything under `$HOME` (including
+//! `~/.claude.json`'s table for this project, written by the client at the
+//! user's request) are trusted as written.
+//!
 //! # Formats
 //!
 //! A folder source's `*.json`, `*.jsonc` and `*.toml` files are read in name
@@ -64,7 +76,8 @@
 //! `command`, `args`, `env`, `cwd` and `description` (the file's top-level
 //! `description` otherwise). `${VAR}`, `${VAR:-default}`, `${env:VAR}`,
 //! `${workspaceFolder}` and `${userHome}` in the command, args, env values
-//! and cwd expand from the host; unset or unknown ones stay as written.
+//! and cwd of trusted files expand from the host; unset or unknown ones
+//! stay as written.
 //!
 //! # Failures
 //!
@@ -87,15 +100,19 @@ mod self_ref;
 mod sources;
 #[cfg(test)]
 mod tests;
+mod trust;
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
 
-pub use discover::discover;
+pub use discover::{config_locations, discover, project_files, ConfigLocations};
 pub use error::{ConfigError, ConfigErrorKind, EntryError};
-pub use parse::{load_file, load_file_report, FileReport, InvalidEntry};
+pub use parse::{
+    load_file, load_file_report, load_file_report_as_written, FileReport, InvalidEntry,
+};
 pub use self_ref::is_self_server;
+pub use trust::{create_private_dir, shell_quote, TrustError, TrustStatus, TrustStore, TRUST_FILE};
 
 /// Variable that keeps configs launching codemode itself (the reference
 /// bridge's name, kept for compatibility): `1`, `true` or `yes`.
@@ -138,6 +155,8 @@ pub struct DiscoveryContext {
     /// `./mcp-servers/`, ...). Off for untrusted working directories: a
     /// config there names programs codemode would start.
     pub scan_project_locations: bool,
+    /// The project files the user approved.
+    pub trust: TrustStore,
 }
 
 impl DiscoveryContext {
@@ -157,6 +176,7 @@ impl DiscoveryContext {
             allow_self: allow_self || allow_env,
             scan_default_locations: true,
             scan_project_locations: true,
+            trust: TrustStore::default(),
         }
     }
 }
@@ -168,6 +188,41 @@ pub struct Discovery {
     pub servers: BTreeMap<String, ServerConfig>,
     pub problems: Vec<ConfigProblem>,
     pub skipped: Vec<SkippedServer>,
+    /// Servers of project files the user has not approved (or that changed
+    /// since): shown, never started.
+    pub untrusted: Vec<UntrustedServer>,
+}
+
+/// A server defined in a project file that is not approved. It holds what
+/// the file says, unexpanded, and no environment: it is for display and
+/// cannot be handed to the pool (not a [`ServerConfig`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UntrustedServer {
+    pub name: String,
+    /// `command` and `args` as written.
+    pub command: Vec<String>,
+    pub description: String,
+    /// The project file; `codemode trust <source>` approves it.
+    pub source: PathBuf,
+    pub source_name: String,
+    /// Whether the file was approved once and has changed since.
+    pub changed: bool,
+}
+
+impl fmt::Display for UntrustedServer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = if self.changed {
+            "changed since it was approved"
+        } else {
+            "not approved"
+        };
+        write!(
+            f,
+            "server {:?} comes from the project file {:?}, which is {state}, so codemode does not start it",
+            self.name,
+            self.source
+        )
+    }
 }
 
 /// A file, or one entry in it, that could not be used.

@@ -70,16 +70,37 @@ pub fn load_file_report(path: &Path) -> Result<FileReport, ConfigError> {
     }
 }
 
+/// [`load_file_report`] with every `${...}` left as written and no
+/// variable forwarded: for showing what an unapproved file would run.
+pub fn load_file_report_as_written(path: &Path) -> Result<FileReport, ConfigError> {
+    let value = read_document(path)?;
+    match extract(path, &value, Select::Auto, LABEL, &Expander::inert()) {
+        Ok(Some(report)) => Ok(report),
+        Ok(None) => Err(ConfigError::new(path, ConfigErrorKind::NoServerTable)),
+        Err(kind) => Err(ConfigError::new(path, kind)),
+    }
+}
+
 /// Reads and parses a file: TOML by its `.toml` extension, JSON(C) by
 /// `.json`/`.jsonc`, otherwise whichever parses (JSON's error if neither).
 pub(crate) fn read_document(path: &Path) -> Result<Value, ConfigError> {
+    parse_document(path, &read_bytes(path)?)
+}
+
+/// A config file's bytes, a missing file told apart from an unreadable one.
+pub(crate) fn read_bytes(path: &Path) -> Result<Vec<u8>, ConfigError> {
+    std::fs::read(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => ConfigError::new(path, ConfigErrorKind::Missing),
+        _ => ConfigError::new(path, ConfigErrorKind::Read(e)),
+    })
+}
+
+/// Parses bytes already read from `path` (whose extension picks the format):
+/// the bytes a trust decision was made on are the bytes that get used.
+pub(crate) fn parse_document(path: &Path, bytes: &[u8]) -> Result<Value, ConfigError> {
     let fail = |kind| ConfigError::new(path, kind);
-    let bytes = std::fs::read(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => fail(ConfigErrorKind::Missing),
-        _ => fail(ConfigErrorKind::Read(e)),
-    })?;
-    let text = String::from_utf8(bytes).map_err(|_| fail(ConfigErrorKind::NotUtf8))?;
-    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    let text = std::str::from_utf8(bytes).map_err(|_| fail(ConfigErrorKind::NotUtf8))?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
     let value = match ext {
         "toml" => parse_toml(text),

@@ -1,5 +1,6 @@
 //! The default locations, in precedence order (the list in the module docs
-//! of `config` mirrors this one; keep them together).
+//! of `config` mirrors this one; keep them together), each marked user or
+//! project scope.
 
 use std::path::{Path, PathBuf};
 
@@ -14,11 +15,24 @@ pub(crate) enum Kind {
     ClaudeProject,
 }
 
+/// Who put a location's files there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Scope {
+    /// Under `$HOME`, or named by the user (`--config`,
+    /// `MCP_SERVERS_CONFIG`): trusted as written.
+    User,
+    /// Relative to the working directory: it comes with whatever was cloned
+    /// there, so it is untrusted until approved and never shadows a user
+    /// definition.
+    Project,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Source {
     pub path: PathBuf,
     pub kind: Kind,
     pub name: &'static str,
+    pub scope: Scope,
 }
 
 const MAC: &str = "Library/Application Support";
@@ -33,6 +47,7 @@ pub(crate) fn default_sources(home: Option<&Path>, cwd: Option<&Path>) -> Vec<So
                 path: home.join(rel),
                 kind,
                 name,
+                scope: Scope::User,
             });
         }
     };
@@ -42,6 +57,7 @@ pub(crate) fn default_sources(home: Option<&Path>, cwd: Option<&Path>) -> Vec<So
                 path: cwd.join(rel),
                 kind,
                 name,
+                scope: Scope::Project,
             });
         }
     };
@@ -184,7 +200,7 @@ pub(crate) fn default_sources(home: Option<&Path>, cwd: Option<&Path>) -> Vec<So
 
 #[cfg(test)]
 mod tests {
-    use super::{default_sources, Kind};
+    use super::{default_sources, Kind, Scope};
     use std::collections::HashSet;
     use std::path::Path;
 
@@ -210,17 +226,27 @@ mod tests {
     }
 
     #[test]
-    fn claude_code_scopes_rank_local_then_project_then_user() {
+    fn home_locations_are_user_scope_and_working_directory_ones_project_scope() {
         let all = default_sources(Some(Path::new("/h")), Some(Path::new("/p")));
+        for source in &all {
+            let expected = if source.path.starts_with("/h") {
+                Scope::User
+            } else {
+                Scope::Project
+            };
+            assert_eq!(source.scope, expected, "{source:?}");
+        }
+        // Claude Code's local scope (this project's table in ~/.claude.json)
+        // is the user's own file: user scope, read before the user table.
         let index = |path: &str, kind: Kind| {
             all.iter()
                 .position(|s| s.path == Path::new(path) && s.kind == kind)
                 .unwrap()
         };
         let local = index("/h/.claude.json", Kind::ClaudeProject);
-        let project = index("/p/.mcp.json", Kind::File);
         let user = index("/h/.claude.json", Kind::File);
-        assert!(local < project && project < user);
+        assert!(local < user);
+        assert_eq!(all[local].scope, Scope::User);
         assert_eq!(all[0].path, Path::new("/h/MCPs"));
     }
 }

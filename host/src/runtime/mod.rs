@@ -22,7 +22,7 @@ pub fn which_engine() -> Option<PathBuf> {
     which("podman").or_else(|| which("docker"))
 }
 pub use cgroup::remove_leftovers as remove_leftover_cgroups;
-pub use mounts::{parse_mount, Mount, MountError};
+pub use mounts::{parse_mount, Mount, MountError, MountGuard};
 
 /// Removes sandbox cgroups left by bridges that are gone.
 pub fn sweep_stale_cgroups() -> usize {

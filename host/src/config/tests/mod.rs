@@ -3,10 +3,11 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Discovery, DiscoveryContext, SkipReason};
+use super::{Discovery, DiscoveryContext, SkipReason, TrustStore};
 
 mod found;
 mod precedence;
+mod trust;
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/config/");
 
@@ -174,7 +175,12 @@ impl Tree {
         self.files.push(path);
     }
 
+    /// Context with every project file of the tree approved as written.
     fn context(&self) -> DiscoveryContext {
+        let mut trust = TrustStore::default();
+        for file in self.files.iter().filter(|f| f.starts_with(&self.cwd)) {
+            trust.approve(file).unwrap();
+        }
         DiscoveryContext {
             home: Some(self.home.clone()),
             cwd: self.cwd.clone(),
@@ -183,6 +189,7 @@ impl Tree {
             allow_self: false,
             scan_default_locations: true,
             scan_project_locations: true,
+            trust,
         }
     }
 }
