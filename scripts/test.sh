@@ -18,10 +18,29 @@ export CODEMODE_TEST_NODE_DIR="$NODE_DIR" CODEMODE_TEST_VENV="$VENV"
 log_file="$LOCAL/test.log"
 # --lib --bins --tests: every unit and integration test (the crates have no
 # doc tests, and the benchmark is run separately with `cargo bench`).
+skips=()
+# Run by an ordinary user, this pass is already the unprivileged one.
+[ "$(id -u)" = 0 ] || skips=("${UNPRIVILEGED_SKIPS[@]}")
 set +e
-cargo test --locked --workspace --release --lib --bins --tests -- --test-threads 2 2>&1 | tee "$log_file"
+cargo test --locked --workspace --release --lib --bins --tests -- --test-threads 2 "${skips[@]}" 2>&1 | tee "$log_file"
 status=${PIPESTATUS[0]}
 set -e
+if [ "$(id -u)" = 0 ]; then
+  log "security suite as the unprivileged user $CI_USER"
+  prepare_ci_user
+  as_ci_user "$BIN/codemode" image build >&2
+  suite="$(cargo test --locked --release -p codemode-tests --test all --no-run --message-format=json 2>/dev/null |
+    python3 -c 'import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "all" and m.get("executable"):
+        print(m["executable"])')"
+  set +e
+  (cd /tmp && as_ci_user "$suite" security:: --test-threads 2 "${UNPRIVILEGED_SKIPS[@]}") 2>&1 | tee -a "$log_file"
+  unprivileged=${PIPESTATUS[0]}
+  set -e
+  [ "$unprivileged" = 0 ] || status=$unprivileged
+fi
 # One closing line for the whole run, summed over every test binary.
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($i ~ /^passed;?$/) p += $(i-1); if ($i ~ /^failed;?$/) f += $(i-1) } }
      END { printf "%d passed, %d failed\n", p, f }' "$log_file"
