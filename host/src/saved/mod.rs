@@ -158,9 +158,18 @@ impl SavedTools {
         Ok(self.store.scan()?.entries)
     }
 
-    /// The source of `name`.
+    /// The source of `name`. What is not a regular file is not a tool:
+    /// the log says why, the caller only hears that there is none.
     pub fn load(&self, name: &str) -> Result<String, SavedError> {
         check_name(name)?;
-        self.store.read(name)
+        self.store.read(name).map_err(|e| match e {
+            SavedError::NotRegular { .. } => {
+                tracing::warn!("saved tools: {e}");
+                SavedError::NotFound {
+                    name: name.to_string(),
+                }
+            }
+            other => other,
+        })
     }
 }
