@@ -178,7 +178,6 @@ impl Bridge {
         let spec = LaunchSpec {
             limits,
             mounts,
-            tools_dir: None,
             instance,
             name: String::new(),
         };

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use tokio::process::Command;
 
 use super::cgroup::{join_in_child, SandboxCgroup};
-use super::{LaunchSpec, RuntimeError, SandboxProcess, SANDBOX_TOOLS_DIR, SANDBOX_WORKDIR};
+use super::{LaunchSpec, RuntimeError, SandboxProcess, SANDBOX_WORKDIR};
 
 /// Where the guest binary appears inside the sandbox.
 const GUEST_IN_SANDBOX: &str = "/opt/codemode/codemode-guest";
@@ -88,13 +88,6 @@ impl BwrapBackend {
                 "1777".into(),
             ]);
             a.extend(["--tmpfs".into(), dir.into()]);
-        }
-        if let Some(tools) = &spec.tools_dir {
-            a.extend([
-                "--bind".into(),
-                tools.display().to_string(),
-                SANDBOX_TOOLS_DIR.into(),
-            ]);
         }
         for m in &spec.mounts {
             let flag = if m.writable { "--bind" } else { "--ro-bind" };
