@@ -4,3 +4,4 @@
 //! One file per trust boundary, one test per attack, named after it.
 
 mod isolation;
+mod saved_tools;
