@@ -20,7 +20,9 @@ fn saved_err(e: SavedError) -> RpcError {
             err(ErrorKind::NotAllowed, e.to_string())
         }
         SavedError::NotFound { .. } => err(ErrorKind::NotFound, e.to_string()),
-        SavedError::NotRegular { .. } | SavedError::Io { .. } => {
+        SavedError::NotRegular { .. }
+        | SavedError::NotADirectory { .. }
+        | SavedError::Io { .. } => {
             tracing::warn!("saved tools: {e}");
             err(
                 ErrorKind::Internal,

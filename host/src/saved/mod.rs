@@ -37,6 +37,8 @@ pub enum SavedError {
     NotFound { name: String },
     #[error("{path} is not a regular file, so codemode ignores it")]
     NotRegular { path: PathBuf },
+    #[error("{path} is not a directory")]
+    NotADirectory { path: PathBuf },
     #[error("cannot {action} {path}: {source}")]
     Io {
         action: &'static str,

@@ -119,9 +119,20 @@ impl Store {
                 );
             }
             Ok(meta) if !meta.is_dir() => {
-                return Err(SavedError::NotRegular { path: tools });
+                return Err(SavedError::NotADirectory { path: tools });
             }
-            Ok(meta) if meta.mode() & 0o022 != 0 => tighten_dir(&tools)?,
+            // Not fatal: nothing there runs by itself and links are never
+            // followed, so a directory codemode cannot fix (another user's)
+            // is reported and used.
+            Ok(meta) if meta.mode() & 0o022 != 0 => {
+                if let Err(e) = tighten_dir(&tools) {
+                    tracing::warn!(
+                        "saved tools: {} is writable by others and stays so: {}",
+                        sanitize_for_terminal(&tools.display().to_string()),
+                        sanitize_for_terminal(&e.to_string())
+                    );
+                }
+            }
             Ok(_) => {}
         }
         let store = Self::new(tools);

@@ -47,6 +47,18 @@ fn a_world_writable_tools_dir_is_tightened_but_the_state_dir_is_left_alone() {
 }
 
 #[test]
+fn a_tools_path_that_is_a_file_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    std::fs::create_dir(&state).unwrap();
+    std::fs::write(state.join("tools"), "").unwrap();
+    assert!(matches!(
+        Store::prepare(&state, state.join("tools")),
+        Err(SavedError::NotADirectory { .. })
+    ));
+}
+
+#[test]
 fn a_linked_tools_dir_is_used_but_its_target_is_never_chmodded() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
