@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::common::{processes_matching, Fixture};
+use crate::common::{children_matching, is_running, processes_matching, Fixture};
 use crate::per_runtime;
 
 async fn nothing_is_left_after_disconnect(runtime: &str) {
@@ -22,10 +22,19 @@ async fn nothing_is_left_after_disconnect(runtime: &str) {
         "the proxied server runs while the session lives"
     );
     let pid = c.pid;
+    // Sandboxes and proxied servers: the bridge's children.
+    let children = children_matching(pid, "");
+    assert!(!children.is_empty(), "the bridge has children");
     c.close().await;
     let mut left = Vec::new();
     for _ in 0..100 {
         left = processes_matching(&state);
+        left.extend(
+            children
+                .iter()
+                .filter(|p| is_running(**p))
+                .map(|p| format!("child {p}")),
+        );
         left.extend(processes_matching(&fx.config().display().to_string()));
         left.retain(|p| !p.contains("cargo") && !p.contains("/deps/all-"));
         if runtime == "podman" {
@@ -69,6 +78,8 @@ async fn sigterm_cleans_up(runtime: &str) {
     let r = c.run_with("print(1)", &["time"]).await;
     assert_eq!(r.status(), "success", "{r:?}");
     let pid = c.pid;
+    let children = children_matching(pid, "");
+    assert!(!children.is_empty(), "the bridge has children");
     let _ = std::process::Command::new("kill")
         .args(["-TERM", &pid.to_string()])
         .status();
@@ -77,6 +88,12 @@ async fn sigterm_cleans_up(runtime: &str) {
     for _ in 0..100 {
         tokio::time::sleep(Duration::from_millis(100)).await;
         left = processes_matching(&state);
+        left.extend(
+            children
+                .iter()
+                .filter(|p| is_running(**p))
+                .map(|p| format!("child {p}")),
+        );
         left.retain(|p| !p.contains("/deps/all-"));
         if runtime == "podman" {
             left.extend(podman_containers_of(pid));

@@ -1,26 +1,11 @@
 //! Sessions and the proxied-server pool under stress: a crashed server is
 //! restarted, a dead sandbox is replaced with a note, policy and budgets
-//! hold, saved tools persist across bridge restarts, and the audit log
-//! records calls.
+//! hold, saved tools persist across bridge restarts (loaded on import),
+//! and the audit log records calls.
 
 use serde_json::json;
 
-use crate::common::{processes_matching, Fixture};
-
-/// Processes whose command line contains `needle` and whose parent is `parent`.
-fn children_matching(parent: u32, needle: &str) -> Vec<i32> {
-    processes_matching(needle)
-        .iter()
-        .filter_map(|l| l.split(':').next()?.parse().ok())
-        .filter(|pid: &i32| {
-            std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .ok()
-                .and_then(|s| s.rsplit(')').next().map(str::to_string))
-                .and_then(|rest| rest.split_whitespace().nth(1).map(str::to_string))
-                .is_some_and(|ppid| ppid == parent.to_string())
-        })
-        .collect()
-}
+use crate::common::{children_matching, Fixture};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crashed_server_gives_a_clear_error_then_restarts() {
@@ -171,11 +156,13 @@ async fn saved_tools_survive_a_bridge_restart_and_can_be_removed() {
     c.close().await;
 
     let c = fx.client("podman", &[]).await;
-    let r = c.run("print(double(21))").await;
+    let r = c
+        .run("print('double' in globals())\nfrom mcp.saved import double\nprint(double(21))")
+        .await;
     assert_eq!(
         r.stdout(),
-        "42\n",
-        "saved tool loads in a new bridge and another runtime: {r:?}"
+        "False\n42\n",
+        "saved tool loads on import in a new bridge and another runtime: {r:?}"
     );
     c.close().await;
 
@@ -188,18 +175,13 @@ async fn saved_tools_survive_a_bridge_restart_and_can_be_removed() {
         String::from_utf8_lossy(&list.stdout).contains("double"),
         "{list:?}"
     );
-    // A broken saved tool is reported, not silently dropped.
+    // A broken saved tool fails the import that asks for it, and only that.
     std::fs::write(fx.state().join("tools/broken.py"), "def broken(:\n").expect("write");
     let c = fx.client("bubblewrap", &[]).await;
-    let r = c.run("print(double(1))").await;
-    assert_eq!(r.stdout(), "2\n");
-    assert!(
-        r.structured["stderr"]
-            .as_str()
-            .unwrap_or("")
-            .contains("broken"),
-        "{r:?}"
-    );
+    let r = c
+        .run("from mcp.saved import double\nprint(double(1))\ntry:\n    from mcp.saved import broken\nexcept SyntaxError as e:\n    print('broken:', type(e).__name__)")
+        .await;
+    assert_eq!(r.stdout(), "2\nbroken: SyntaxError\n", "{r:?}");
     c.close().await;
     let rm = fx
         .command("bubblewrap", &["tools", "remove", "broken"])
@@ -234,13 +216,7 @@ async fn idle_sessions_are_reaped_and_the_session_cap_holds() {
         .client("bubblewrap", &["--session-idle", "1", "--warm-pool", "0"])
         .await;
     c.run("idle = 1").await;
-    let state = fx.state().display().to_string();
-    let bwraps = || -> Vec<String> {
-        processes_matching(&state)
-            .into_iter()
-            .filter(|p| p.contains("bwrap"))
-            .collect()
-    };
+    let bwraps = || children_matching(c.pid, "bwrap");
     assert!(
         !bwraps().is_empty(),
         "the session's sandbox runs while it is fresh"

@@ -52,9 +52,6 @@ class CellRunner:
         self.namespace = namespace
         self.current = None
         self.main_task = None
-        # Runs inside the first cell (saved tools load there, so their
-        # output and failures show in that cell, under its timeout).
-        self.before_first_cell = None
 
     def start(self, cell_id, code):
         # A previous cell may have replaced the SIGINT handler; without it
@@ -82,9 +79,6 @@ class CellRunner:
                     # The interrupt came while the cell was being set up,
                     # when the handler leaves the cell's own task alone.
                     raise KeyboardInterrupt
-                hook, self.before_first_cell = self.before_first_cell, None
-                if hook is not None:
-                    hook()
                 code = compile(cell.code, filename, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
                 if code.co_flags & inspect.CO_COROUTINE:
                     await eval(code, self.namespace)

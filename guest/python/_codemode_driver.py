@@ -79,9 +79,8 @@ class Driver:
                     item[1], "error", ("InternalError", "the guest could not start the cell", traceback.format_exc())
                 )
         elif kind == "init":
-            from mcp import _install, _saved
+            from mcp import _install
 
-            self.cells.before_first_cell = lambda: _saved.load_all(self.namespace)
             _install.init(item[1], self.namespace)
         elif kind == "add_servers":
             from mcp import _install

@@ -4,7 +4,7 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
-use codemode_proto::v1::{rpc_response, ErrorKind, Init, ServerInfo};
+use codemode_proto::v1::{rpc_response, ErrorKind, Init, RpcResponse, ServerInfo};
 
 use crate::session::Inbound;
 
@@ -15,28 +15,26 @@ pub fn inbound<'py>(py: Python<'py>, item: Inbound) -> PyResult<Bound<'py, PyTup
         Inbound::AddServers(servers) => {
             ("add_servers", servers_list(py, &servers)?).into_pyobject(py)
         }
-        Inbound::Rpc(response) => match response.result {
-            Some(rpc_response::Result::OkJson(json)) => {
-                ("rpc", response.id, Some(json), None::<&str>, None::<String>).into_pyobject(py)
-            }
-            Some(rpc_response::Result::Error(error)) => (
-                "rpc",
-                response.id,
-                None::<String>,
-                Some(error_kind(error.kind)),
-                Some(error.message),
-            )
-                .into_pyobject(py),
-            // The reader refuses responses without a result.
-            None => (
-                "rpc",
-                response.id,
-                None::<String>,
-                Some("internal"),
-                Some(String::new()),
-            )
-                .into_pyobject(py),
-        },
+        Inbound::Rpc(response) => {
+            let id = response.id;
+            let (ok_json, kind, message) = rpc_answer(response);
+            ("rpc", id, ok_json, kind, message).into_pyobject(py)
+        }
+    }
+}
+
+/// An RPC answer as Python sees it: `(ok_json, None, None)` or
+/// `(None, error_kind, message)`.
+pub type RpcAnswer = (Option<String>, Option<&'static str>, Option<String>);
+
+pub fn rpc_answer(response: RpcResponse) -> RpcAnswer {
+    match response.result {
+        Some(rpc_response::Result::OkJson(json)) => (Some(json), None, None),
+        Some(rpc_response::Result::Error(error)) => {
+            (None, Some(error_kind(error.kind)), Some(error.message))
+        }
+        // The reader refuses responses without a result.
+        None => (None, Some("internal"), Some(String::new())),
     }
 }
 
@@ -65,7 +63,6 @@ fn init_dict<'py>(py: Python<'py>, init: &Init) -> PyResult<Bound<'py, PyDict>> 
         discovered.append(entry)?;
     }
     dict.set_item("discovered", discovered)?;
-    dict.set_item("tools_dir", &init.tools_dir)?;
     Ok(dict)
 }
 

@@ -43,4 +43,5 @@ pub const MODULES: &[Source] = &[
     embed!("mcp._docs", "mcp/_docs.py", false),
     embed!("mcp._rich", "mcp/_rich.py", false),
     embed!("mcp._saved", "mcp/_saved.py", false),
+    embed!("mcp.saved", "mcp/saved.py", false),
 ];

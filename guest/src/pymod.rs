@@ -4,18 +4,20 @@
 //! starts. Calls that may block on the channel release the GIL.
 
 use std::borrow::Cow;
+use std::time::Duration;
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyString, PyTuple};
 
 use codemode_proto::v1::{
-    guest_message::Kind, rpc_request::Call, CallTool, Detail, ListServers, ListTools,
-    QueryToolDocs, RpcRequest, SearchToolDocs, Status,
+    guest_message::Kind, rpc_request::Call, CallTool, Detail, ListSavedTools, ListServers,
+    ListTools, LoadSavedTool, QueryToolDocs, RpcRequest, SaveTool, SearchToolDocs, Status,
 };
 
 use crate::cell::{self, CellFailure};
 use crate::channel::{in_fork_child, lock};
+use crate::convert::RpcAnswer;
 use crate::output::StreamId;
 use crate::session::{self, Session};
 use crate::{convert, fds};
@@ -25,8 +27,36 @@ fn session() -> PyResult<&'static Session> {
         .ok_or_else(|| PyRuntimeError::new_err("the codemode guest session is not set up"))
 }
 
+/// How often a blocked caller looks for an interrupt: Cancel and the
+/// cell's timeout arrive as SIGINT, which only Python's handler (run by
+/// `check_signals`) turns into KeyboardInterrupt.
+const INTERRUPT_POLL: Duration = Duration::from_millis(50);
+
 /// Sends one RPC request and returns its id; the answer arrives in the inbox.
 fn send_rpc(py: Python<'_>, call: Call) -> PyResult<u64> {
+    send_rpc_routed(py, call, false)
+}
+
+/// Sends one RPC request and blocks until its answer, for callers that
+/// cannot await (`from mcp.saved import x` runs inside a synchronous
+/// import). The event loop stays blocked meanwhile; other answers wait in
+/// the inbox. An interrupt abandons the request.
+fn request_blocking(py: Python<'_>, call: Call) -> PyResult<RpcAnswer> {
+    let session = session()?;
+    let id = send_rpc_routed(py, call, true)?;
+    loop {
+        if let Some(answer) = py.detach(|| session.wait_answer(id, INTERRUPT_POLL)) {
+            return Ok(crate::convert::rpc_answer(answer));
+        }
+        if let Err(interrupt) = py.check_signals() {
+            session.forget_answer(id);
+            return Err(interrupt);
+        }
+    }
+}
+
+/// `blocking`: the answer goes to [`Session::wait_answer`], not the inbox.
+fn send_rpc_routed(py: Python<'_>, call: Call, blocking: bool) -> PyResult<u64> {
     let session = session()?;
     if in_fork_child() {
         return Err(PyRuntimeError::new_err(
@@ -39,6 +69,9 @@ fn send_rpc(py: Python<'_>, call: Call) -> PyResult<u64> {
         control.next_rpc += 1;
         // Registered before sending: the answer may come back at once.
         control.pending_rpcs.insert(id);
+        if blocking {
+            session.expect_answer(id);
+        }
         let execution_id = control.cell.as_ref().map_or(control.last_cell, |c| c.id);
         (id, execution_id)
     };
@@ -50,6 +83,7 @@ fn send_rpc(py: Python<'_>, call: Call) -> PyResult<u64> {
     let sent = py.detach(|| session.channel.send(Kind::RpcRequest(request)));
     if let Err(err) = sent {
         lock(&session.control).pending_rpcs.remove(&id);
+        session.forget_answer(id);
         return Err(PyRuntimeError::new_err(format!(
             "cannot send the request to the host: {err}"
         )));
@@ -235,6 +269,24 @@ pub mod _codemode {
                 detail: detail(full),
             }),
         )
+    }
+
+    /// Saves a tool on the host; blocks for the answer (see `request_blocking`).
+    #[pyfunction]
+    fn save_tool(py: Python<'_>, name: String, source: String) -> PyResult<RpcAnswer> {
+        request_blocking(py, Call::SaveTool(SaveTool { name, source }))
+    }
+
+    /// The saved tools' names and sizes; blocks for the answer.
+    #[pyfunction]
+    fn list_saved_tools(py: Python<'_>) -> PyResult<RpcAnswer> {
+        request_blocking(py, Call::ListSavedTools(ListSavedTools {}))
+    }
+
+    /// A saved tool's source; blocks for the answer.
+    #[pyfunction]
+    fn load_saved_tool(py: Python<'_>, name: String) -> PyResult<RpcAnswer> {
+        request_blocking(py, Call::LoadSavedTool(LoadSavedTool { name }))
     }
 
     /// Writes a line to the guest's real stderr (host-side logs).

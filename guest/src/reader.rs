@@ -116,7 +116,7 @@ fn handle(session: &Session, message: HostMessage) -> Result<(), ProtocolViolati
                 return Err(ProtocolViolation::EmptyRpcResponse { id: response.id });
             }
             drop(control);
-            session.deliver(Inbound::Rpc(response));
+            session.deliver_rpc(response);
         }
         Kind::Shutdown(_) => {
             drop(control);

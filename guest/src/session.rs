@@ -1,11 +1,12 @@
 //! The state shared by the guest's threads: where the session is in the
-//! protocol, the running cell and its interrupt, outstanding RPC ids, and the
-//! inbox the Python thread drains. The reader thread, the timer and the
-//! Python thread meet here; none of them holds the GIL while inside.
+//! protocol, the running cell and its interrupt, outstanding RPC ids, the
+//! inbox the Python thread drains, and the answers that Python callers wait
+//! for synchronously. The reader thread, the timer and the Python thread
+//! meet here; none of them holds the GIL while inside.
 
-use std::collections::{HashSet, VecDeque};
-use std::sync::{Mutex, OnceLock};
-use std::time::Instant;
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::{Condvar, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use codemode_proto::v1::{Init, RpcResponse, ServerInfo};
 
@@ -61,11 +62,21 @@ pub struct Control {
     pub pending_rpcs: HashSet<u64>,
 }
 
+/// RPCs whose caller blocks for the answer instead of awaiting it (an
+/// `import` cannot await): id -> the answer once it arrived. The reader
+/// routes their answers here, past the event loop, which is blocked.
+#[derive(Default)]
+pub struct Waiting {
+    answers: Mutex<HashMap<u64, Option<RpcResponse>>>,
+    arrived: Condvar,
+}
+
 pub struct Session {
     pub channel: Channel,
     pub output: Output,
     pub control: Mutex<Control>,
     pub inbox: Mutex<VecDeque<Inbound>>,
+    pub waiting: Waiting,
     pub wake: WakePipe,
     pub timer: Timer,
     /// Largest frame accepted from the host.
@@ -100,6 +111,7 @@ pub fn install(
             pending_rpcs: HashSet::new(),
         }),
         inbox: Mutex::new(VecDeque::new()),
+        waiting: Waiting::default(),
         wake,
         timer: Timer::default(),
         read_max,
@@ -113,6 +125,46 @@ impl Session {
     pub fn deliver(&self, item: Inbound) {
         lock(&self.inbox).push_back(item);
         self.wake.wake();
+    }
+
+    /// Hands an RPC answer to whoever waits for it: a blocked caller, else
+    /// the event loop through the inbox.
+    pub fn deliver_rpc(&self, response: RpcResponse) {
+        {
+            let mut answers = lock(&self.waiting.answers);
+            if let Some(slot) = answers.get_mut(&response.id) {
+                *slot = Some(response);
+                self.waiting.arrived.notify_all();
+                return;
+            }
+        }
+        self.deliver(Inbound::Rpc(response));
+    }
+
+    /// Marks RPC `id` as one a caller will wait for; call before sending it.
+    pub fn expect_answer(&self, id: u64) {
+        lock(&self.waiting.answers).insert(id, None);
+    }
+
+    /// Waits up to `wait` for the answer to `id` (registered with
+    /// [`Session::expect_answer`]); takes it when it came.
+    pub fn wait_answer(&self, id: u64, wait: Duration) -> Option<RpcResponse> {
+        let answers = lock(&self.waiting.answers);
+        let (mut answers, _) = self
+            .waiting
+            .arrived
+            .wait_timeout_while(answers, wait, |a| matches!(a.get(&id), Some(None)))
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match answers.get(&id) {
+            Some(Some(_)) => answers.remove(&id).flatten(),
+            _ => None,
+        }
+    }
+
+    /// The caller stopped waiting for `id` (interrupted): a late answer
+    /// goes to the inbox, where nobody claims it.
+    pub fn forget_answer(&self, id: u64) {
+        lock(&self.waiting.answers).remove(&id);
     }
 
     /// Interrupts cell `id` if it is the running one. The first reason
@@ -137,6 +189,8 @@ impl Session {
             libc::pthread_kill(self.main_thread, libc::SIGINT);
         }
         self.wake.wake();
+        // A caller blocked on an answer checks for the interrupt now.
+        self.waiting.arrived.notify_all();
     }
 
     /// Sends what is buffered and exits 0: Shutdown or end of the channel.

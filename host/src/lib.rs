@@ -6,7 +6,8 @@
 //! owns sessions and runs requests; [`sandbox`] speaks frames with one
 //! guest; [`runtime`] starts guests in podman/docker/bubblewrap; [`proxy`]
 //! keeps the proxied MCP servers; [`config`] finds their definitions;
-//! [`image`] builds sandbox images; [`render`] shapes results.
+//! [`image`] builds sandbox images; [`render`] shapes results; [`saved`]
+//! keeps the tools cells save; [`terminal`] makes foreign text safe to print.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod bridge;
@@ -18,5 +19,7 @@ pub mod proxy;
 pub mod render;
 pub mod runtime;
 pub mod sandbox;
+pub mod saved;
 pub mod server;
 pub mod settings;
+pub mod terminal;

@@ -4,7 +4,10 @@
 /// Bumped on any change an older peer cannot read.
 pub const PROTOCOL_MAJOR: u32 = 1;
 /// Bumped when fields or messages are added compatibly.
-pub const PROTOCOL_MINOR: u32 = 0;
+///
+/// 1.1: `SaveTool`, `ListSavedTools`, `LoadSavedTool`; `Init.tools_dir`
+/// deprecated (saved tools no longer live in a sandbox directory).
+pub const PROTOCOL_MINOR: u32 = 1;
 
 /// The peer speaks a protocol this build cannot talk to.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -228,3 +228,28 @@ pub fn processes_matching(needle: &str) -> Vec<String> {
     }
     out
 }
+
+/// Processes whose command line contains `needle` (every one for "") and
+/// whose parent is `parent`. Sandboxes show no per-bridge path on their
+/// command line, so their parent is how a test finds its own.
+pub fn children_matching(parent: u32, needle: &str) -> Vec<i32> {
+    processes_matching(needle)
+        .iter()
+        .filter_map(|l| l.split(':').next()?.parse().ok())
+        .filter(|pid: &i32| {
+            stat_fields(*pid).and_then(|f| f.get(1).cloned()) == Some(parent.to_string())
+        })
+        .collect()
+}
+
+/// Whether `pid` exists and is not a zombie waiting to be reaped.
+pub fn is_running(pid: i32) -> bool {
+    stat_fields(pid).is_some_and(|f| f.first().is_some_and(|state| state != "Z"))
+}
+
+/// The fields of /proc/PID/stat after the command name: state, ppid, ...
+fn stat_fields(pid: i32) -> Option<Vec<String>> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = stat.rsplit(')').next()?;
+    Some(rest.split_whitespace().map(str::to_string).collect())
+}

@@ -9,3 +9,4 @@ mod isolation;
 mod kernel_surface;
 mod policy;
 mod project_config;
+mod saved_tools;

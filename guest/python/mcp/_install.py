@@ -110,10 +110,9 @@ def _remove_module(meta):
 
 
 def init(payload, namespace):
-    """Applies Init: discovered servers, the saved-tools directory, the
-    session's servers, and the helper globals."""
+    """Applies Init: discovered servers, the session's servers, and the
+    helper globals."""
     _state.discovered[:] = [dict(d) for d in payload.get("discovered") or ()]
-    _state.tools_dir = payload.get("tools_dir") or ""
     namespace["mcp"] = mcp
     namespace["runtime"] = runtime
     namespace["save_tool"] = runtime.save_tool

@@ -1,7 +1,8 @@
 """Requests to the host: each one is a frame sent by the Rust side, and a
 future here that the dispatcher resolves when the RpcResponse with the same
 id arrives. Any number may be outstanding at once (``asyncio.gather`` over
-many tool calls), answered in any order."""
+many tool calls), answered in any order. ``request_blocking`` is the
+exception, for the few requests made where nothing can await."""
 
 import asyncio
 import json
@@ -32,6 +33,22 @@ async def request(send, *args, server=None, tool=None):
         raise MCPError(
             f"the host's answer is not valid JSON: {exc}", kind="internal", server=server, tool=tool
         ) from None
+
+
+def request_blocking(send, *args):
+    """Sends ``send(*args)`` (a blocking ``_codemode`` request function that
+    returns ``(ok_json, kind, message)``) and returns the decoded answer; an
+    error answer raises MCPError. For callers that cannot await."""
+    try:
+        ok_json, kind, message = send(*args)
+    except RuntimeError as exc:
+        raise MCPError(str(exc), kind="internal") from None
+    if ok_json is None:
+        raise MCPError(message or f"request failed ({kind})", kind=kind)
+    try:
+        return json.loads(ok_json)
+    except ValueError as exc:
+        raise MCPError(f"the host's answer is not valid JSON: {exc}", kind="internal") from None
 
 
 def resolve(request_id, ok_json, kind, message):

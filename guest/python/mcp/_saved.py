@@ -1,77 +1,119 @@
-"""Saved tools: ``save_tool(func)`` writes a function's source to
-``<tools_dir>/<name>.py``; every ``*.py`` there is loaded into the globals
-at the start of a session's first cell. A file that fails to load is
-reported on that cell's stderr, never silently skipped."""
+"""Saved tools, kept by the host: ``save_tool(func)`` sends a function's
+source to the host, which checks and stores it; ``load(name)`` (behind
+``from mcp.saved import name``) fetches one and runs it in a fresh module
+``mcp.saved.<name>``; ``list_saved_tools()`` names them.
 
-import contextlib
+A saved tool runs only in a session that imports it by name: nothing is
+loaded at start-up. The requests block instead of awaiting, since an
+``import`` cannot await."""
+
+import ast
 import inspect
-import os
+import linecache
 import sys
 import textwrap
+import tokenize
+import types
 
-from mcp import _state
+import _codemode
+from mcp import _rpc, _state
 from mcp._errors import MCPError
 
-_HEADER = "# Saved with codemode's save_tool(); loaded into every new session.\n"
+PACKAGE = "mcp.saved"
 
 
-def _disabled(reason):
-    return MCPError(f"saved tools are disabled: {reason}", kind="not_allowed")
+def _filename(name):
+    return f"<saved:{name}>"
+
+
+def is_tool_name(name):
+    """Names the host accepts; others (``__all__``, ``__path__``...) are
+    ordinary missing attributes of ``mcp.saved``."""
+    return _state.is_alias(name) and not (name.startswith("__") and name.endswith("__"))
 
 
 def save_tool(func):
-    """Saves ``func`` (a function defined with ``def`` in a cell) so that
-    future sessions have it as a global. Returns a confirmation."""
+    """Saves ``func`` (a function defined with ``def``) on the host. Any
+    later session loads it with ``from mcp.saved import <name>``. Returns a
+    confirmation; a name saved by another session is refused (MCPError)."""
     if not inspect.isfunction(func):
         raise ValueError(f"save_tool expects a function defined with def, not {type(func).__name__}")
     name = func.__name__
-    if not _state.is_alias(name):
+    if not is_tool_name(name):
         raise ValueError(f"save_tool needs a function with a name (def name(...)), not {name!r}")
-    directory = _state.tools_dir
-    if not directory:
-        raise _disabled("this session has no saved-tools directory")
     try:
         source = textwrap.dedent(inspect.getsource(func))
-    except (OSError, TypeError) as exc:
+    except (OSError, TypeError, tokenize.TokenError) as exc:
         raise MCPError(f"the source of {name!r} is not available: {exc}", kind="invalid_arguments") from None
     if not source.endswith("\n"):
         source += "\n"
-    import tempfile  # only saving needs it; keeps it off the start-up path
+    # Source that does not compile is this cell's error: raise it here.
+    compile(source, _filename(name), "exec", dont_inherit=True)
+    answer = _rpc.request_blocking(_codemode.save_tool, name, source)
+    _forget(name)
+    verb = "replaced" if answer.get("replaced") else "saved"
+    return f"Tool {name!r} {verb}. Load it in any session with: from mcp.saved import {name}"
 
-    path = os.path.join(directory, f"{name}.py")
-    tmp = None
+
+def _forget(name):
+    """Drops this session's loaded copy, so the next import gets the new one."""
+    package = sys.modules.get(PACKAGE)
+    if package is not None:
+        package.__dict__.pop(name, None)
+    sys.modules.pop(f"{PACKAGE}.{name}", None)
+
+
+def load(name, namespace):
+    """The function saved as ``name``: its source, fetched from the host, is
+    run in a fresh module ``mcp.saved.<name>``. Kept in ``namespace`` (the
+    ``mcp.saved`` module's) so later imports reuse it."""
+    if not is_tool_name(name):
+        raise AttributeError(f"module {PACKAGE!r} has no attribute {name!r}")
+    module_name = f"{PACKAGE}.{name}"
     try:
-        os.makedirs(directory, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{name}.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(_HEADER + source)
-        # mkstemp makes 0600; other backends may run the sandbox as another
-        # host uid (podman's 65534 vs bubblewrap's mapped user), so let all read it.
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except OSError as exc:
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-        raise _disabled(f"{directory} is not writable ({exc.strerror or exc})") from None
-    return f"Tool {name!r} saved to {path}; it is loaded automatically in future sessions."
-
-
-def load_all(namespace):
-    """Runs every saved tool file into ``namespace``."""
-    directory = _state.tools_dir
-    if not directory or not os.path.isdir(directory):
-        return
+        source = _rpc.request_blocking(_codemode.load_saved_tool, name)["source"]
+    except MCPError as exc:
+        if exc.kind != "not_found":
+            raise
+        raise ImportError(
+            f"no saved tool named {name!r}; mcp.runtime.list_saved_tools() lists them", name=module_name
+        ) from None
+    filename = _filename(name)
+    # Tracebacks and inspect.getsource (so the tool can be saved again) read it here.
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    code = compile(source, filename, "exec", dont_inherit=True)
+    module = types.ModuleType(module_name, f"The saved tool {name!r}.")
+    sys.modules[module_name] = module
     try:
-        names = sorted(n for n in os.listdir(directory) if n.endswith(".py") and not n.startswith("."))
-    except OSError as exc:
-        sys.stderr.write(f"codemode: cannot list saved tools in {directory}: {exc}\n")
-        return
-    for filename in names:
-        path = os.path.join(directory, filename)
-        try:
-            with open(path, encoding="utf-8") as source_file:
-                source = source_file.read()
-            exec(compile(source, path, "exec", dont_inherit=True), namespace)
-        except (Exception, SystemExit) as exc:  # any broken file is reported, the others still load
-            sys.stderr.write(f"codemode: saved tool {path} failed to load: {type(exc).__name__}: {exc}\n")
+        exec(code, module.__dict__)
+    except BaseException:
+        sys.modules.pop(module_name, None)
+        raise
+    func = module.__dict__.get(name)
+    if not callable(func):
+        sys.modules.pop(module_name, None)
+        raise ImportError(f"the saved tool {name!r} does not define {name}()", name=module_name)
+    namespace[name] = func
+    return func
+
+
+def list_saved_tools():
+    """The saved tools, as dicts with ``name`` and ``summary`` (the first
+    line of the function's docstring). Nothing is run: docstrings are read
+    with ``ast``. Load one with ``from mcp.saved import <name>``."""
+    entries = _rpc.request_blocking(_codemode.list_saved_tools)
+    return [{"name": entry["name"], "summary": _summary(entry["name"])} for entry in entries]
+
+
+def _summary(name):
+    try:
+        source = _rpc.request_blocking(_codemode.load_saved_tool, name)["source"]
+        tree = ast.parse(source, _filename(name))
+    except (MCPError, SyntaxError, ValueError, RecursionError):
+        # Removed meanwhile, or a hand-edited file that no longer parses.
+        return ""
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == name:
+            doc = (ast.get_docstring(node) or "").strip()
+            return doc.splitlines()[0] if doc else ""
+    return ""

@@ -1,6 +1,6 @@
 """What the guest knows about servers: the loaded servers' metadata (from
-Init and AddServers), the names of every server the host knows, and where
-saved tools live. Also the alias rules shared with the host."""
+Init and AddServers) and the names of every server the host knows. Also
+the alias rules shared with the host."""
 
 import copy
 import keyword
@@ -11,8 +11,6 @@ import re
 servers = {}
 # [{"name", "description"}] for every server the host knows.
 discovered = []
-# Directory of saved tools inside the sandbox; "" when saving is disabled.
-tools_dir = ""
 
 
 def sanitize(value, default):

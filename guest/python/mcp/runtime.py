@@ -8,7 +8,9 @@ Docs: ``query_tool_docs(server, tool=None, detail="summary")``,
 forms (``detail="full"`` adds input schemas).
 Calls: ``await call_tool(server, tool, arguments)``; tool functions in
 ``mcp.servers.<alias>`` and ``mcp_<alias>`` wrap it. Failures raise ``MCPError``.
-Also ``save_tool(func)``, ``show(image)`` and ``capability_summary()``.
+Saved tools: ``save_tool(func)`` keeps a function on the host,
+``list_saved_tools()`` lists them, ``from mcp.saved import name`` loads one.
+Also ``show(image)`` and ``capability_summary()``.
 The async helpers ask the host; the ``_sync`` ones answer from the metadata
 this session already has.
 """
@@ -36,10 +38,12 @@ __all__ = [
     "search_tool_docs",
     "capability_summary",
     "save_tool",
+    "list_saved_tools",
     "show",
 ]
 
 save_tool = _saved.save_tool
+list_saved_tools = _saved.list_saved_tools
 
 _CAPABILITY_SUMMARY = """\
 --- codemode sandbox ---
@@ -54,7 +58,9 @@ _CAPABILITY_SUMMARY = """\
    servers; `from mcp.servers.<alias> import *` imports the tool functions.
    `await runtime.call_tool(server, tool, {...}, raw=True)` returns the raw MCP result.
 4. SHOW: `runtime.show(png_bytes)` or `runtime.show(matplotlib_figure)` returns an image.
-5. PERSIST: `save_tool(func)` keeps a function you defined for future sessions.
+5. PERSIST: `save_tool(func)` keeps a function you defined; a later session loads it
+   with `from mcp.saved import name` (never automatically). `runtime.list_saved_tools()`
+   lists them with their docstrings' first lines.
 6. Working directories: `runtime.describe_server(name)["cwd"]` is a server's configured cwd.
 """
 

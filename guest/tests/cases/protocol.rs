@@ -31,6 +31,12 @@ fn expect_protocol_error(guest: &mut Guest, needle: &str) {
     }
     let status = guest.wait_exit(WAIT).expect("guest did not exit");
     assert_eq!(status.code(), Some(2));
+    // The thread collecting stderr may still be reading what the guest
+    // wrote just before it exited.
+    let deadline = std::time::Instant::now() + WAIT;
+    while !guest.stderr().contains(needle) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
     assert!(
         guest.stderr().contains(needle),
         "stderr lacks the reason: {}",

@@ -153,5 +153,18 @@ pub fn answer(req: &RpcRequest) -> RpcResponse {
             json!([{"server": SERVER, "tool": "echo", "query": search.query, "limit": search.limit,
                     "detail": search.detail}]),
         ),
+        // This host keeps nothing; saved_tools.rs has one that does.
+        Call::SaveTool(save) => ok(
+            id,
+            json!({"name": save.name, "bytes": save.source.len(), "replaced": false}),
+        ),
+        Call::ListSavedTools(_) => ok(id, json!([])),
+        Call::LoadSavedTool(load) => RpcResponse {
+            id,
+            result: Some(rpc_response::Result::Error(RpcError {
+                kind: ErrorKind::NotFound as i32,
+                message: format!("no saved tool named {:?}", load.name),
+            })),
+        },
     }
 }

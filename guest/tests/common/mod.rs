@@ -311,6 +311,6 @@ pub fn default_init() -> Init {
             max_frame_bytes: DEFAULT_MAX_FRAME_BYTES as u32,
             max_rich_bytes: 4 * 1024 * 1024,
         }),
-        tools_dir: String::new(),
+        ..Init::default()
     }
 }

@@ -4,6 +4,7 @@
 
 mod policy;
 mod rpc;
+mod rpc_saved;
 mod session;
 mod warm;
 
@@ -25,6 +26,7 @@ use crate::config::Discovery;
 use crate::proxy::ServerPool;
 use crate::runtime::{self, parse_mount, BackendChoice, LaunchSpec, Limits, MountGuard};
 use crate::sandbox::OutputListener;
+use crate::saved::{SavedError, SavedTools, Store};
 use crate::settings::Settings;
 
 /// Largest frame either side sends; the guest reads with the same default.
@@ -50,6 +52,8 @@ pub enum BridgeError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("cannot prepare the saved-tools directory: {0}")]
+    SavedTools(#[from] SavedError),
 }
 
 /// Final status of a `run_python` call.
@@ -122,6 +126,7 @@ pub struct Bridge {
     warm: Arc<WarmPool>,
     sessions: Mutex<HashMap<String, Arc<Mutex<Session>>>>,
     audit: Option<Arc<AuditLog>>,
+    saved: Arc<SavedTools>,
     shutdown: CancellationToken,
     /// The podman machine this bridge started (stopped again at exit).
     started_machine: Option<PathBuf>,
@@ -144,32 +149,17 @@ impl Bridge {
         );
 
         let state = settings.state_dir();
-        let tools = settings.tools_dir();
         // Private when codemode creates it: it holds the approvals of
         // project configs and the saved tools.
         crate::config::create_private_dir(&state).map_err(|source| BridgeError::StateDir {
             path: state.clone(),
             source,
         })?;
-        std::fs::create_dir_all(&tools).map_err(|source| BridgeError::StateDir {
-            path: tools.clone(),
-            source,
-        })?;
-        // The sandbox user (65534, or a mapped subuid) must be able to write
-        // saved tools; the state dir's own permissions keep others out.
-        set_mode(&tools, 0o777).map_err(|source| BridgeError::StateDir {
-            path: tools.clone(),
-            source,
-        })?;
-        // Tools saved under another backend may belong to a different host
-        // uid; every sandbox user must be able to read them.
-        if let Ok(entries) = std::fs::read_dir(&tools) {
-            for e in entries.flatten() {
-                if e.path().extension().is_some_and(|x| x == "py") {
-                    let _ = set_mode(&e.path(), 0o644);
-                }
-            }
-        }
+        // Sandboxes never see this directory: saved tools go through RPCs.
+        let saved = Arc::new(SavedTools::new(Store::prepare(
+            &state,
+            settings.tools_dir(),
+        )?));
 
         if let runtime::Backend::Oci(oci) = &mut choice.backend {
             oci.write_seccomp_profile(&state)
@@ -220,7 +210,6 @@ impl Bridge {
         let spec = LaunchSpec {
             limits,
             mounts,
-            tools_dir: Some(tools),
             instance,
             name: String::new(),
         };
@@ -279,6 +268,7 @@ impl Bridge {
             warm,
             sessions: Mutex::new(HashMap::new()),
             audit,
+            saved,
             shutdown: CancellationToken::new(),
             started_machine,
         });
@@ -442,6 +432,10 @@ impl Bridge {
     pub(crate) fn audit(&self) -> Option<Arc<AuditLog>> {
         self.audit.clone()
     }
+
+    pub(crate) fn saved(&self) -> Arc<SavedTools> {
+        self.saved.clone()
+    }
 }
 
 fn clock_nanos() -> u32 {
@@ -449,9 +443,4 @@ fn clock_nanos() -> u32 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.subsec_nanos())
         .unwrap_or(0)
-}
-
-fn set_mode(path: &std::path::Path, mode: u32) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
 }

@@ -15,6 +15,7 @@ use serde_json::{json, Value};
 use super::policy::Policy;
 use crate::proxy::{format_doc, search_docs, Detail, ProxyError, ServerPool};
 use crate::sandbox::{RpcFuture, RpcHandler};
+use crate::saved::SavedTools;
 
 /// Appends one JSON line per proxied call.
 pub struct AuditLog {
@@ -35,7 +36,7 @@ impl AuditLog {
         })
     }
 
-    fn record(&self, entry: Value) {
+    pub(super) fn record(&self, entry: Value) {
         if let Ok(mut f) = self.file.lock() {
             let _ = writeln!(f, "{entry}");
         }
@@ -48,9 +49,10 @@ pub struct SessionRpc {
     pub servers: BTreeSet<String>,
     pub policy: Policy,
     pub audit: Option<Arc<AuditLog>>,
+    pub saved: Arc<SavedTools>,
 }
 
-fn err(kind: ErrorKind, message: impl Into<String>) -> RpcError {
+pub(super) fn err(kind: ErrorKind, message: impl Into<String>) -> RpcError {
     RpcError {
         kind: kind as i32,
         message: message.into(),
@@ -146,6 +148,9 @@ impl SessionRpc {
                 ))
             }
             Call::CallTool(req) => return self.call_tool(req).await,
+            Call::SaveTool(req) => return self.save_tool(req).await,
+            Call::ListSavedTools(_) => return self.list_saved_tools().await,
+            Call::LoadSavedTool(req) => return self.load_saved_tool(req).await,
         };
         Ok(value.to_string())
     }
@@ -268,7 +273,7 @@ fn type_name(v: &Value) -> &'static str {
 }
 
 /// Seconds since the epoch with milliseconds, for log lines.
-fn chrono_like_now() -> f64 {
+pub(super) fn chrono_like_now() -> f64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs_f64())

@@ -11,7 +11,6 @@ use tokio_util::sync::CancellationToken;
 
 use super::rpc::SessionRpc;
 use super::{Bridge, RunOutcome, RunStatus};
-use crate::runtime::SANDBOX_TOOLS_DIR;
 use crate::sandbox::{CellRequest, CellStatus, OutputListener, Sandbox};
 
 /// Total bytes of images one cell may return: they travel in the Finished
@@ -85,7 +84,7 @@ impl Session {
                     max_frame_bytes: crate::sandbox::GUEST_FRAME_MAX as u32,
                     max_rich_bytes: MAX_RICH_BYTES,
                 }),
-                tools_dir: SANDBOX_TOOLS_DIR.to_string(),
+                ..Init::default()
             };
             sb.init(init)
                 .await
@@ -130,6 +129,7 @@ impl Session {
             servers: self.servers.clone(),
             policy: bridge.policy.clone(),
             audit: bridge.audit(),
+            saved: bridge.saved(),
         });
         let Some(sb) = self.sandbox.as_mut() else {
             return RunOutcome::failed(

@@ -11,7 +11,9 @@ use codemode_proto::v1::Stream;
 use super::ToolsAction;
 use crate::bridge::{RunOutcome, RunStatus};
 use crate::sandbox::OutputListener;
+use crate::saved::{check_name, SavedError, Store};
 use crate::settings::Settings;
+use crate::terminal::sanitize_for_terminal;
 
 pub fn fail(message: &str) -> ExitCode {
     eprintln!("codemode: {message}");
@@ -209,44 +211,55 @@ pub async fn image_build(
     }
 }
 
+/// `codemode tools`: everything printed here was chosen inside a sandbox
+/// (names, sources), so it goes through `sanitize_for_terminal`.
 pub fn tools(settings: &Settings, action: ToolsAction) -> ExitCode {
-    let dir = settings.tools_dir();
+    let store = Store::new(settings.tools_dir());
+    let failed = |e: SavedError| fail(&sanitize_for_terminal(&e.to_string()));
     match action {
         ToolsAction::List => {
-            let Ok(entries) = std::fs::read_dir(&dir) else {
-                println!("no saved tools ({} does not exist yet)", dir.display());
-                return ExitCode::SUCCESS;
+            let scan = match store.scan() {
+                Ok(scan) => scan,
+                Err(e) => return failed(e),
             };
-            let mut names: Vec<String> = entries
-                .filter_map(|e| e.ok())
-                .filter_map(|e| {
-                    e.file_name()
-                        .to_str()
-                        .and_then(|n| n.strip_suffix(".py"))
-                        .map(str::to_string)
-                })
-                .collect();
-            names.sort();
-            if names.is_empty() {
-                println!("no saved tools in {}", dir.display());
+            let dir = store.dir().display().to_string();
+            for (name, why) in &scan.ignored {
+                eprintln!(
+                    "codemode: ignoring {}/{}: {why}",
+                    sanitize_for_terminal(&dir),
+                    sanitize_for_terminal(&name.to_string_lossy())
+                );
             }
-            for n in names {
-                println!("{n}\t{}", dir.join(format!("{n}.py")).display());
+            if scan.entries.is_empty() {
+                println!("no saved tools in {}", sanitize_for_terminal(&dir));
+            }
+            for entry in &scan.entries {
+                println!(
+                    "{}\t{} bytes",
+                    sanitize_for_terminal(&entry.name),
+                    entry.bytes
+                );
             }
             ExitCode::SUCCESS
         }
-        ToolsAction::Remove { name } => {
-            if name.contains('/') || name.starts_with('.') {
-                return fail(&format!("{name:?} is not a tool name"));
+        ToolsAction::Show { name } => {
+            let source = match check_name(&name).and_then(|()| store.read(&name)) {
+                Ok(source) => source,
+                Err(e) => return failed(e),
+            };
+            // Split on LF only: a CR before it must show, not vanish.
+            let body = source.strip_suffix('\n').unwrap_or(&source);
+            for line in body.split('\n') {
+                println!("{}", sanitize_for_terminal(line));
             }
-            let path = dir.join(format!("{name}.py"));
-            match std::fs::remove_file(&path) {
-                Ok(()) => {
-                    println!("removed {}", path.display());
-                    ExitCode::SUCCESS
-                }
-                Err(e) => fail(&format!("cannot remove {}: {e}", path.display())),
-            }
+            ExitCode::SUCCESS
         }
+        ToolsAction::Remove { name } => match store.remove(&name) {
+            Ok(()) => {
+                println!("removed {name}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => failed(e),
+        },
     }
 }

@@ -96,9 +96,11 @@ pub enum ImageAction {
 
 #[derive(Debug, Subcommand)]
 pub enum ToolsAction {
-    /// List saved tools.
+    /// List saved tools (name and size).
     List,
-    /// Remove a saved tool.
+    /// Print a saved tool's source, control characters escaped.
+    Show { name: String },
+    /// Remove a saved tool (frees its name for any session).
     Remove { name: String },
 }
 

@@ -12,7 +12,7 @@ use tokio::process::Command;
 
 use super::cgroup::{join_in_child, CgroupLimits, SandboxCgroup};
 use super::identity::{bwrap_host_ids, reachable_by, Ids};
-use super::{LaunchSpec, Mount, RuntimeError, SandboxProcess, SANDBOX_TOOLS_DIR, SANDBOX_WORKDIR};
+use super::{LaunchSpec, Mount, RuntimeError, SandboxProcess, SANDBOX_WORKDIR};
 
 /// Where the guest binary appears inside the sandbox.
 const GUEST_IN_SANDBOX: &str = "/opt/codemode/codemode-guest";
@@ -114,13 +114,6 @@ impl BwrapBackend {
                 "1777".into(),
             ]);
             a.extend(["--tmpfs".into(), dir.into()]);
-        }
-        if let Some(tools) = &spec.tools_dir {
-            a.extend([
-                "--bind".into(),
-                tools.display().to_string(),
-                SANDBOX_TOOLS_DIR.into(),
-            ]);
         }
         for m in &spec.mounts {
             let flag = if m.writable { "--bind" } else { "--ro-bind" };

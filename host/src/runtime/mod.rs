@@ -39,8 +39,6 @@ pub(crate) fn bridge_alive(pid: u32) -> bool {
 pub use oci::{sweep_stale_containers, OciBackend, OciEngine};
 pub use process::SandboxProcess;
 
-/// Where saved tools appear inside every sandbox.
-pub const SANDBOX_TOOLS_DIR: &str = "/tools";
 /// Working directory of cells inside the sandbox.
 pub const SANDBOX_WORKDIR: &str = "/workspace";
 
@@ -64,8 +62,6 @@ pub struct Limits {
 pub struct LaunchSpec {
     pub limits: Limits,
     pub mounts: Vec<Mount>,
-    /// Host directory of saved tools, mounted read-write at [`SANDBOX_TOOLS_DIR`].
-    pub tools_dir: Option<PathBuf>,
     /// Identifies this bridge process in container labels and names.
     pub instance: String,
     /// Unique name of this sandbox.

@@ -7,7 +7,7 @@ use std::process::Stdio;
 
 use tokio::process::Command;
 
-use super::{LaunchSpec, RuntimeError, SandboxProcess, SANDBOX_TOOLS_DIR, SANDBOX_WORKDIR};
+use super::{LaunchSpec, RuntimeError, SandboxProcess, SANDBOX_WORKDIR};
 use crate::settings::Settings;
 
 /// Label carrying `<pid>` of the bridge that owns a container.
@@ -170,12 +170,6 @@ impl OciBackend {
         ]);
         a.extend(["--workdir".into(), SANDBOX_WORKDIR.into()]);
         a.extend(["--env".into(), "HOME=/tmp".into()]);
-        if let Some(tools) = &spec.tools_dir {
-            a.extend([
-                "--volume".into(),
-                format!("{}:{SANDBOX_TOOLS_DIR}:rw,Z", tools.display()),
-            ]);
-        }
         for m in &spec.mounts {
             let mode = if m.writable { "rw" } else { "ro" };
             // docker's -v knows no noexec/nosuid/nodev; podman does.

@@ -1,0 +1,13 @@
+"""Saved tools, loaded when asked for: ``from mcp.saved import name`` fetches
+the tool saved as ``name`` from the host, runs its source in a fresh module
+``mcp.saved.<name>`` and gives its function. Nothing is loaded unless a cell
+imports it. ``mcp.runtime.list_saved_tools()`` lists them;
+``save_tool(func)`` adds one."""
+
+from mcp import _saved
+
+__all__ = []
+
+
+def __getattr__(name):
+    return _saved.load(name, globals())
