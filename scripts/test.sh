@@ -22,7 +22,7 @@ skips=()
 # Run by an ordinary user, this pass is already the unprivileged one.
 [ "$(id -u)" = 0 ] || skips=("${UNPRIVILEGED_SKIPS[@]}")
 set +e
-cargo test --locked --workspace --release --lib --bins --tests -- --test-threads 2 "${skips[@]}" 2>&1 | tee "$log_file"
+cargo test --locked --workspace --release --no-fail-fast --lib --bins --tests -- --test-threads 2 "${skips[@]}" 2>&1 | tee "$log_file"
 status=${PIPESTATUS[0]}
 set -e
 if [ "$(id -u)" = 0 ]; then

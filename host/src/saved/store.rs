@@ -28,12 +28,17 @@ const TOOL_FILE_MODE: u32 = 0o644;
 /// Distinguishes this process's temporary files from each other.
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
-/// A file's identity (device, inode): tells whether a tool's file is still
-/// the one a session wrote.
+/// A file's identity: tells whether a tool's file is still the one a
+/// session wrote. Device and inode alone are not enough: a removed file's
+/// inode number is reused at once by the next file created, so the
+/// status-change time and the size are part of it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FileId {
     dev: u64,
     ino: u64,
+    ctime: i64,
+    ctime_nsec: i64,
+    len: u64,
 }
 
 impl FileId {
@@ -41,6 +46,9 @@ impl FileId {
         Self {
             dev: meta.dev(),
             ino: meta.ino(),
+            ctime: meta.ctime(),
+            ctime_nsec: meta.ctime_nsec(),
+            len: meta.len(),
         }
     }
 }
@@ -254,7 +262,7 @@ impl Store {
             TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
         ));
         let written = write_new_file(&tmp, source.as_bytes());
-        let placed = written.and_then(|id| {
+        let placed = written.and_then(|file| {
             if replace {
                 std::fs::rename(&tmp, &dest).map_err(io("replace", &dest))?;
             } else {
@@ -271,7 +279,10 @@ impl Store {
                 })?;
                 std::fs::remove_file(&tmp).map_err(io("remove", &tmp))?;
             }
-            Ok(id)
+            // Read through the open file, after linking and renaming (both
+            // change its status-change time), so the identity is final.
+            let meta = file.metadata().map_err(io("inspect", &dest))?;
+            Ok(FileId::of(&meta))
         });
         if placed.is_err() {
             let _ = std::fs::remove_file(&tmp);
@@ -295,7 +306,7 @@ impl Store {
 
 /// Creates `path` (which must not exist, not even as a link), writes
 /// `bytes`, makes it 0644 whatever the umask, and flushes it to disk.
-fn write_new_file(path: &Path, bytes: &[u8]) -> Result<FileId, SavedError> {
+fn write_new_file(path: &Path, bytes: &[u8]) -> Result<std::fs::File, SavedError> {
     let mut file = OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -307,8 +318,7 @@ fn write_new_file(path: &Path, bytes: &[u8]) -> Result<FileId, SavedError> {
         .map_err(io("set the mode of", path))?;
     file.write_all(bytes).map_err(io("write", path))?;
     file.sync_all().map_err(io("write", path))?;
-    let meta = file.metadata().map_err(io("inspect", path))?;
-    Ok(FileId::of(&meta))
+    Ok(file)
 }
 
 /// Sets an existing tools directory to 0755 through a descriptor opened
