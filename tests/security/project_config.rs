@@ -192,6 +192,13 @@ async fn writable_mount_over_project_configs_is_refused(runtime: &str) {
     // which also holds the state dir and is refused for that reason.
     let project = p.fx.dir.path().join("work");
     std::fs::create_dir_all(&project).expect("project");
+    // Writable by the sandbox user whoever runs the test (as root,
+    // bubblewrap runs as uid 65534 and refuses a mount it cannot write).
+    std::fs::set_permissions(
+        &project,
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .expect("chmod");
     std::fs::rename(&p.file, project.join(".mcp.json")).expect("move");
     let rw = format!("{}:/work:rw", project.display());
     let mut cmd = p.fx.command(runtime, &["--mount", &rw, "run", "print(1)"]);
