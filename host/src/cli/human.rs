@@ -2,7 +2,6 @@
 //! prints to stdout outside the MCP wire.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
-use std::borrow::Cow;
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -25,25 +24,8 @@ pub fn printable_path(path: &std::path::Path) -> String {
     printable(&path.display().to_string()).into_owned()
 }
 
-/// `text` with control characters escaped: names and commands from a
-/// project file are chosen by whoever wrote it, and must not drive the
-/// terminal they are printed on.
-pub fn printable(text: &str) -> Cow<'_, str> {
-    if !text.chars().any(char::is_control) {
-        return Cow::Borrowed(text);
-    }
-    Cow::Owned(
-        text.chars()
-            .map(|c| {
-                if c.is_control() {
-                    c.escape_default().to_string()
-                } else {
-                    c.to_string()
-                }
-            })
-            .collect(),
-    )
-}
+/// Text chosen by whoever wrote a project file, made inert for a terminal.
+pub use crate::terminal::sanitize_for_terminal as printable;
 
 /// Streams a cell's output to this process's stdout/stderr as it arrives.
 pub struct Echo;
