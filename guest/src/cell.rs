@@ -69,6 +69,8 @@ pub fn finish(
     failure: Option<CellFailure>,
 ) -> Result<(), CellError> {
     session.timer.disarm();
+    // First, so what the ended processes wrote is this cell's output.
+    let leftovers = crate::procs::end_of_cell();
     // SAFETY: fflush(NULL) flushes every C stdio stream; C extensions' printf
     // output belongs to this cell and must reach the pipe before it is drained.
     unsafe {
@@ -98,7 +100,8 @@ pub fn finish(
         duration_us,
         rich: end.rich,
         dropped_output_bytes: end.dropped_output_bytes,
-        running_processes: crate::procs::running_besides_guest(),
+        running_processes: leftovers.running,
+        ended_processes: leftovers.ended,
     };
     let frame = encode_finished(session, finished);
     let bytes = frame.map_err(|source| CellError::Send { id, source })?;

@@ -9,7 +9,7 @@ use codemode_proto::{FrameError, VersionMismatch};
 /// The guest could not get to the point of sending `Ready`.
 #[derive(Debug, thiserror::Error)]
 pub enum StartupError {
-    #[error("invalid command line: {0}; expected no arguments or `--max-frame-bytes N`")]
+    #[error("invalid command line: {0}; expected `--max-frame-bytes N` and `--max-processes N`, each optional")]
     Args(String),
     #[error(
         "fd {fd} must be open (the codemode channel is stdin/stdout, diagnostics stderr): {source}"

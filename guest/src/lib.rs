@@ -55,6 +55,16 @@ pub fn run_main() -> ! {
 
 fn run() -> Result<std::convert::Infallible, StartupError> {
     let args = args::Args::parse(std::env::args_os().skip(1))?;
+    if let Some(max) = args.max_processes {
+        // Before any thread: threads count against the cap too.
+        procs::limit(max).map_err(|source| StartupError::Setup {
+            what: "the process limit (RLIMIT_NPROC)",
+            source,
+        })?;
+    }
+    if args.end_cell_processes && !procs::enable_ending() {
+        write_diag("codemode-guest: not in a pid namespace of its own; processes cells leave running are not ended\n");
+    }
     let stdio = fds::take_over_stdio()?;
     DIAG_FD.store(stdio.diag.as_raw_fd(), Ordering::SeqCst);
     std::panic::set_hook(Box::new(|info| {

@@ -289,6 +289,13 @@ pub mod _codemode {
         request_blocking(py, Call::LoadSavedTool(LoadSavedTool { name }))
     }
 
+    /// Whether processes a cell leaves running survive its end (see `procs`);
+    /// returns the previous setting.
+    #[pyfunction]
+    fn keep_processes(keep: bool) -> bool {
+        crate::procs::set_keep(keep)
+    }
+
     /// Writes a line to the guest's real stderr (host-side logs).
     #[pyfunction]
     fn diag(message: &str) -> PyResult<()> {

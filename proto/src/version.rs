@@ -7,7 +7,8 @@ pub const PROTOCOL_MAJOR: u32 = 1;
 ///
 /// 1.1: `SaveTool`, `ListSavedTools`, `LoadSavedTool`; `Init.tools_dir`
 /// deprecated (saved tools no longer live in a sandbox directory).
-pub const PROTOCOL_MINOR: u32 = 1;
+/// 1.2: `Finished.ended_processes`.
+pub const PROTOCOL_MINOR: u32 = 2;
 
 /// The peer speaks a protocol this build cannot talk to.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -18,6 +18,7 @@ async fn forked_spinners_are_capped_and_reported(runtime: &str) {
     let c = fx.client(runtime, &["--cpus", "0.5"]).await;
     let start = r#"
 import os
+runtime.keep_processes()
 spinners = []
 for _ in range(2):
     pid = os.fork()

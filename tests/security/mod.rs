@@ -9,4 +9,5 @@ mod isolation;
 mod kernel_surface;
 mod policy;
 mod project_config;
+mod resources;
 mod saved_tools;

@@ -10,6 +10,7 @@ Calls: ``await call_tool(server, tool, arguments)``; tool functions in
 ``mcp.servers.<alias>`` and ``mcp_<alias>`` wrap it. Failures raise ``MCPError``.
 Saved tools: ``save_tool(func)`` keeps a function on the host,
 ``list_saved_tools()`` lists them, ``from mcp.saved import name`` loads one.
+Processes: ``keep_processes()`` keeps what cells start running between cells.
 Also ``show(image)`` and ``capability_summary()``.
 The async helpers ask the host; the ``_sync`` ones answer from the metadata
 this session already has.
@@ -40,6 +41,7 @@ __all__ = [
     "save_tool",
     "list_saved_tools",
     "show",
+    "keep_processes",
 ]
 
 save_tool = _saved.save_tool
@@ -61,7 +63,9 @@ _CAPABILITY_SUMMARY = """\
 5. PERSIST: `save_tool(func)` keeps a function you defined; a later session loads it
    with `from mcp.saved import name` (never automatically). `runtime.list_saved_tools()`
    lists them with their docstrings' first lines.
-6. Working directories: `runtime.describe_server(name)["cwd"]` is a server's configured cwd.
+6. PROCESSES: whatever a cell starts is ended when the cell ends; call
+   `runtime.keep_processes()` first to keep processes (servers, pools) running between cells.
+7. Working directories: `runtime.describe_server(name)["cwd"]` is a server's configured cwd.
 """
 
 
@@ -167,3 +171,14 @@ def show(obj, mime=None):
     matplotlib figure (or pyplot itself), or a PIL image."""
     mime_type, data = _rich.to_rich(obj, mime)
     _codemode.add_rich(mime_type, data)
+
+
+def keep_processes(keep=True):
+    """Whether processes this session's cells start keep running after the
+    cell ends. Off by default: at the end of each cell, every process it
+    left running is ended (SIGKILL). ``keep_processes()`` keeps them until
+    the session ends; ``keep_processes(False)`` goes back to ending them.
+    Returns the previous setting."""
+    if not isinstance(keep, bool):
+        raise TypeError(f"keep must be True or False, not {type(keep).__name__}")
+    return _codemode.keep_processes(keep)

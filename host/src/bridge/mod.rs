@@ -132,6 +132,18 @@ pub struct Bridge {
     started_machine: Option<PathBuf>,
 }
 
+/// The limits every sandbox of these settings gets.
+pub fn sandbox_limits(settings: &Settings) -> Result<Limits, BridgeError> {
+    Ok(Limits {
+        memory_bytes: settings.memory_bytes().map_err(BridgeError::Setting)?,
+        pids: settings.pids,
+        cpus: settings.cpu_quota().map_err(BridgeError::Setting)?,
+        user: settings.container_user.clone(),
+        tmpfs_bytes: TMPFS_BYTES,
+        cpu_seconds: BWRAP_CPU_SECONDS,
+    })
+}
+
 impl Bridge {
     /// Discovers servers, selects the runtime and prepares the state dir.
     /// Starts nothing yet except (with a warm pool) background sandboxes.
@@ -196,14 +208,7 @@ impl Bridge {
                     .map_err(runtime::RuntimeError::from)?;
             }
         }
-        let limits = Limits {
-            memory_bytes: settings.memory_bytes().map_err(BridgeError::Setting)?,
-            pids: settings.pids,
-            cpus: settings.cpu_quota().map_err(BridgeError::Setting)?,
-            user: settings.container_user.clone(),
-            tmpfs_bytes: TMPFS_BYTES,
-            cpu_seconds: BWRAP_CPU_SECONDS,
-        };
+        let limits = sandbox_limits(&settings)?;
         // Names this bridge's sandboxes: pid plus clock nanos, so two bridges
         // started in the same second do not collide.
         let instance = format!("{:x}{:08x}", std::process::id(), clock_nanos());

@@ -159,6 +159,9 @@ impl Session {
                         tokio::spawn(sb.shutdown());
                     }
                 }
+                if cell.ended_processes > 0 {
+                    notes.push(ended_note(cell.ended_processes));
+                }
                 if cell.running_processes > 0 {
                     notes.push(running_note(cell.running_processes));
                 }
@@ -210,7 +213,16 @@ fn running_note(n: u32) -> String {
     } else {
         format!("{n} processes started in this session are")
     };
-    format!("note: {what} still running after the cell; they keep using this sandbox's CPU and memory allowance until they exit or the session ends")
+    format!("note: {what} still running after the cell (runtime.keep_processes() is on); they keep using this sandbox's CPU, memory and process allowance until they exit or the session ends")
+}
+
+fn ended_note(n: u32) -> String {
+    let what = if n == 1 {
+        "1 process this cell left running was".to_string()
+    } else {
+        format!("{n} processes this cell left running were")
+    };
+    format!("note: {what} ended when the cell finished; to keep processes running between cells, call runtime.keep_processes() before starting them")
 }
 
 /// Why no sandbox could be started, with the fix for a missing image.

@@ -48,16 +48,6 @@ pub async fn run(settings: &Settings) -> ExitCode {
             },
         );
         healthy &= exists;
-        if rootless_on_cgroup_v1() {
-            healthy = false;
-            report(
-                false,
-                "limits",
-                "rootless podman on a cgroup v1 host ignores --memory and --pids-limit. \
-                 Fix: boot with cgroup v2 (systemd.unified_cgroup_hierarchy=1), run codemode as root, \
-                 or use --runtime bubblewrap (rlimits apply)",
-            );
-        }
         if let Some(rt) = &oci.oci_runtime {
             report(
                 true,
@@ -66,6 +56,7 @@ pub async fn run(settings: &Settings) -> ExitCode {
             );
         }
     }
+    healthy &= report_limits(settings, &choice.backend);
     let mut s = settings.clone();
     s.warm_pool = 0;
     let bridge: Arc<Bridge> = match Bridge::new(s).await {
@@ -146,9 +137,28 @@ pub async fn run(settings: &Settings) -> ExitCode {
     }
 }
 
-/// Rootless container engines cannot set cgroup limits on cgroup v1.
-fn rootless_on_cgroup_v1() -> bool {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let root = unsafe { libc::geteuid() } == 0;
-    !root && !std::path::Path::new("/sys/fs/cgroup/cgroup.controllers").exists()
+/// One line per limit, as this host enforces it; false when sessions
+/// are not isolated from one another in some resource.
+fn report_limits(settings: &Settings, backend: &crate::runtime::Backend) -> bool {
+    use crate::runtime::enforcement::{report as enforced, Level};
+    let limits = match crate::bridge::sandbox_limits(settings) {
+        Ok(l) => l,
+        Err(e) => {
+            report(false, "limits", &e.to_string());
+            return false;
+        }
+    };
+    let mut isolated = true;
+    for l in enforced(backend, &limits) {
+        let mark = match l.level {
+            Level::Enforced => "ok  ",
+            Level::Partial => "warn",
+            Level::Missing => {
+                isolated = false;
+                "FAIL"
+            }
+        };
+        println!("[{mark}] limit {}: {}", l.what, l.detail);
+    }
+    isolated
 }

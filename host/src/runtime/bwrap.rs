@@ -1,7 +1,9 @@
 //! bubblewrap: no image and no daemon. The guest binary and the host's
 //! system directories are bound read-only into an otherwise empty root,
 //! every namespace is unshared, and limits come from a per-sandbox cgroup
-//! when one can be created, else from rlimits set before exec. When
+//! when one can be created, else from rlimits: the process cap is set by
+//! the guest inside the sandbox's own user namespace, where the kernel
+//! counts that sandbox's tasks alone ([`super::allowance`]). When
 //! codemode runs as root, bwrap itself is started as an unprivileged host
 //! user ([`super::identity`]), so the sandbox never maps to host root.
 
@@ -10,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use tokio::process::Command;
 
+use super::allowance::Allowance;
 use super::cgroup::{join_in_child, CgroupLimits, SandboxCgroup};
 use super::identity::{bwrap_host_ids, reachable_by, Ids};
 use super::{LaunchSpec, Mount, RuntimeError, SandboxProcess, SANDBOX_WORKDIR};
@@ -131,6 +134,13 @@ impl BwrapBackend {
             a.extend(["--seccomp".into(), fd.to_string()]);
         }
         a.push(GUEST_IN_SANDBOX.into());
+        // The guest caps its user namespace's tasks (a per-sandbox count,
+        // unlike an RLIMIT_NPROC set out here) and ends what cells leave.
+        a.extend([
+            "--max-processes".into(),
+            l.pids.to_string(),
+            "--end-cell-processes".into(),
+        ]);
         a
     }
 
@@ -180,6 +190,7 @@ impl BwrapBackend {
             .map(SandboxCgroup::procs_files)
             .unwrap_or_default();
         let has_cgroup = cgroup.is_some();
+        let user_cap = Allowance::current().sandbox_cap;
         // SAFETY: the closure runs in the forked child before exec and only
         // calls setrlimit and open/write/close, which are async-signal-safe;
         // everything it uses was allocated before the fork.
@@ -194,11 +205,12 @@ impl BwrapBackend {
                     }
                 }
                 if !has_cgroup {
-                    // Without a cgroup: address space stands in for memory, and
-                    // RLIMIT_NPROC binds when the sandbox user maps to a
-                    // non-root user outside.
+                    // Without a cgroup, address space stands in for memory.
                     set_limit(libc::RLIMIT_AS, limits.memory_bytes)?;
-                    set_limit(libc::RLIMIT_NPROC, u64::from(limits.pids))?;
+                }
+                if let Some(cap) = user_cap {
+                    // All sandboxes together never take the user's reserve.
+                    set_limit(libc::RLIMIT_NPROC, cap)?;
                 }
                 set_limit(libc::RLIMIT_CPU, limits.cpu_seconds)?;
                 set_limit(libc::RLIMIT_FSIZE, limits.tmpfs_bytes)?;

@@ -58,8 +58,34 @@ fn own_path(controller: &str) -> Option<String> {
     })
 }
 
-fn is_v2() -> bool {
+pub(super) fn is_v2() -> bool {
     Path::new(ROOT).join("cgroup.controllers").exists()
+}
+
+/// "v2" or "v1", for reports.
+pub(super) fn version_name() -> &'static str {
+    if is_v2() {
+        "v2"
+    } else {
+        "v1"
+    }
+}
+
+/// The v2 controllers systemd delegates to this user (those a rootless
+/// engine can use): listed in the user manager's cgroup, else in this
+/// process's own.
+pub(super) fn delegated_controllers() -> Vec<String> {
+    // SAFETY: getuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::getuid() };
+    let manager =
+        format!("{ROOT}/user.slice/user-{uid}.slice/user@{uid}.service/cgroup.controllers");
+    let own = own_path("").map(|p| format!("{ROOT}{p}/cgroup.controllers"));
+    [Some(manager), own]
+        .into_iter()
+        .flatten()
+        .find_map(|p| std::fs::read_to_string(p).ok())
+        .map(|text| text.split_whitespace().map(str::to_string).collect())
+        .unwrap_or_default()
 }
 
 /// The directory sandboxes' cgroups are created in, per controller.

@@ -2,9 +2,11 @@
 //! or bubblewrap, with the project's security flags and limits. This module
 //! owns the command lines and their cleanup; it knows nothing of frames.
 
+pub mod allowance;
 mod bwrap;
 mod cgroup;
 mod detect;
+pub mod enforcement;
 pub mod identity;
 pub mod machine;
 mod mounts;

@@ -118,6 +118,9 @@ impl OciBackend {
                 // A missing image is an error to report, not a download.
                 "--pull",
                 "never",
+                // An init as pid 1 reaps the orphans of cells' processes;
+                // the guest (pid 2) ends those a cell leaves running.
+                "--init",
             ]
             .map(String::from),
         );
@@ -187,6 +190,7 @@ impl OciBackend {
             ]);
         }
         a.push(self.image.clone());
+        a.push("--end-cell-processes".into());
         a
     }
 

@@ -82,8 +82,10 @@ pub struct CellResult {
     pub tool_calls: u32,
     /// Set when the sandbox had to be killed: its state is gone.
     pub sandbox_lost: Option<String>,
-    /// Processes cells left running, as the guest counted them.
+    /// Processes cells left running (kept), as the guest counted them.
     pub running_processes: u32,
+    /// Processes this cell left running that the guest ended at its end.
+    pub ended_processes: u32,
 }
 
 pub(super) fn kind_name(msg: &GuestMessage) -> &'static str {
@@ -130,6 +132,7 @@ impl Sandbox {
             tool_calls: 0,
             sandbox_lost: None,
             running_processes: 0,
+            ended_processes: 0,
         };
         let hard_deadline = tokio::time::Instant::now() + req.timeout + KILL_GRACE;
         let mut cancel_deadline: Option<tokio::time::Instant> = None;
@@ -209,6 +212,7 @@ impl Sandbox {
                             result.error = done.error;
                             result.rich = done.rich;
                             result.running_processes = done.running_processes;
+                            result.ended_processes = done.ended_processes;
                             result.duration = started.elapsed();
                             return Ok(result);
                         }

@@ -238,6 +238,7 @@ pub fn all() -> Vec<Fixture> {
             }],
             dropped_output_bytes: 1 << 20,
             running_processes: 2,
+            ended_processes: 3,
         })),
         guest(G::Log(Log {
             level: LogLevel::Warn.into(),

@@ -152,10 +152,10 @@ fn finished() -> impl Strategy<Value = Finished> {
         any::<u64>(),
         vec(rich, 0..3),
         any::<u64>(),
-        any::<u32>(),
+        (any::<u32>(), any::<u32>()),
     )
         .prop_map(
-            |(id, status, error, duration_us, rich, dropped_output_bytes, running_processes)| {
+            |(id, status, error, duration_us, rich, dropped_output_bytes, (running, ended))| {
                 Finished {
                     id,
                     status,
@@ -163,7 +163,8 @@ fn finished() -> impl Strategy<Value = Finished> {
                     duration_us,
                     rich,
                     dropped_output_bytes,
-                    running_processes,
+                    running_processes: running,
+                    ended_processes: ended,
                 }
             },
         )
