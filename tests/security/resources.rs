@@ -62,6 +62,19 @@ fn live_sleepers(mark: &str) -> Vec<i32> {
         .collect()
 }
 
+/// Waits (bounded) until `n` processes named `mark` run: a forked child
+/// names itself a moment after its cell may have finished.
+async fn wait_for_sleepers(mark: &str, n: usize) -> usize {
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        let live = live_sleepers(mark).len();
+        if live >= n || Instant::now() >= until {
+            return live;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 async fn wait_until_gone(mark: &str, within: Duration) -> Vec<i32> {
     let until = Instant::now() + within;
     loop {
@@ -107,8 +120,8 @@ async fn a_fork_loop_does_not_starve_other_sessions(runtime: &str) {
         a.structured["notes"].to_string().contains("still running"),
         "the model is told its kept processes still run: {a:?}"
     );
-    let held = live_sleepers(&mark).len();
-    assert!(held >= 30, "A's sleepers are alive: {held}");
+    let held = wait_for_sleepers(&mark, forked(a.stdout())).await;
+    assert_eq!(held, forked(a.stdout()), "A's sleepers are alive");
 
     let started = Instant::now();
     let b = c
@@ -257,4 +270,33 @@ async fn doctor_states_the_enforced_limits() {
 fn running_as_root() -> bool {
     use std::os::unix::fs::MetadataExt;
     std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
+}
+
+/// A codemode killed outright (SIGKILL, no clean-up of its own) takes its
+/// sandboxes' processes with it: bubblewrap dies with its parent and the
+/// sandbox's pid namespace with bubblewrap. (A killed codemode's podman
+/// containers are removed by the next start's sweep instead.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kept_processes_die_with_a_killed_codemode() {
+    let fx = Fixture::new();
+    let c = fx.client("bubblewrap", &["--pids", "64"]).await;
+    let mark = unique_mark();
+    let r = c
+        .run(&format!(
+            "runtime.keep_processes()\n{}",
+            fork_sleepers(&mark, 5)
+        ))
+        .await;
+    assert_eq!(r.stdout(), "forked 5 then None\n", "{r:?}");
+    assert_eq!(wait_for_sleepers(&mark, 5).await, 5, "kept: {r:?}");
+    let sent = std::process::Command::new("kill")
+        .args(["-KILL", &c.pid.to_string()])
+        .status();
+    assert!(sent.is_ok_and(|s| s.success()), "SIGKILL codemode");
+    let left = wait_until_gone(&mark, Duration::from_secs(20)).await;
+    assert!(
+        left.is_empty(),
+        "processes outlived a killed codemode: {left:?}"
+    );
+    drop(c);
 }
