@@ -196,7 +196,7 @@ async fn cell_processes_end_with_the_cell(runtime: &str) {
         .await;
     assert_eq!(r.stdout(), "False\nforked 2 then None\n", "{r:?}");
     assert_eq!(
-        live_sleepers(&mark).len(),
+        wait_for_sleepers(&mark, 2).await,
         2,
         "kept processes run on: {r:?}"
     );
