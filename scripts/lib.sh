@@ -15,6 +15,7 @@ NPM_PACKAGES=(
   "@modelcontextprotocol/server-filesystem@2026.8.31"
   "@modelcontextprotocol/server-memory@2026.8.31"
   "@modelcontextprotocol/inspector@0.15.0"
+  "@modelcontextprotocol/sdk@1.32.2"
 )
 PIP_PACKAGES=("mcp-server-time==2026.10.19" "mcp==2.3.0")
 APT_PACKAGES=(podman runc bubblewrap uidmap slirp4netns fuse-overlayfs libpython3.11-dev python3.11 python3.11-venv)

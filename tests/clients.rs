@@ -1,5 +1,5 @@
-//! Other real MCP clients drive `codemode serve`: the official Python SDK
-//! and the MCP Inspector CLI.
+//! Other real MCP clients drive `codemode serve`: the official Python and
+//! TypeScript SDKs and the MCP Inspector CLI.
 
 use std::process::Command;
 
@@ -24,9 +24,64 @@ fn python_sdk_client_runs_code_and_calls_a_server() {
         out.status.success(),
         "sdk client failed:\n{stdout}\n{stderr}"
     );
+    let version = env!("CARGO_PKG_VERSION");
+    assert!(
+        stdout.contains(&format!("server: codemode {version}")),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("servers in instructions: ['everything', 'time']"),
+        "{stdout}"
+    );
     assert!(stdout.contains("tools: ['run_python']"), "{stdout}");
-    assert!(stdout.contains("isError: False"), "{stdout}");
+    assert!(stdout.contains("output schema: True"), "{stdout}");
+    for (status, is_error) in [
+        ("success", "False"),
+        ("error", "True"),
+        ("timeout", "True"),
+        ("validation_error", "True"),
+    ] {
+        let line = format!("{status}: status={status} isError={is_error} valid");
+        assert!(stdout.contains(&line), "{line} in:\n{stdout}");
+    }
     assert!(stdout.contains("Echo: from the python sdk"), "{stdout}");
+}
+
+/// The official TypeScript SDK client: identity, server names up front,
+/// every result validated against the output schema, progress, an abort
+/// that keeps the session's state, and the manual resource (the script
+/// asserts each; see tests/clients/ts_client.mjs).
+#[test]
+fn typescript_sdk_client_sees_codemode_as_a_finished_server() {
+    let fx = Fixture::new();
+    let mut args = vec![
+        repo_root()
+            .join("tests/clients/ts_client.mjs")
+            .display()
+            .to_string(),
+        codemode_bin().display().to_string(),
+    ];
+    args.extend(fx.args("bubblewrap"));
+    args.push("serve".into());
+    let out = Command::new("node")
+        .args(&args)
+        .env("CODEMODE_TEST_NODE_DIR", node_dir())
+        .env("HOME", fx.dir.path().join("home"))
+        .current_dir(fx.dir.path())
+        .output()
+        .expect("run the TypeScript SDK client");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "ts client failed:\n{stdout}\n{stderr}"
+    );
+    let version = env!("CARGO_PKG_VERSION");
+    assert!(
+        stdout.contains(&format!("server: codemode {version}")),
+        "{stdout}"
+    );
+    assert!(stdout.ends_with("all checks passed\n"), "{stdout}");
 }
 
 #[test]

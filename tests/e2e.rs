@@ -189,7 +189,14 @@ async fn tools_list_is_one_small_tool_and_the_manual_is_a_resource() {
     assert_eq!(tools.len(), 1);
     assert_eq!(tools[0].name, "run_python");
     let size = serde_json::to_string(&tools).expect("json").len();
-    assert!(size < 1500, "tools/list is {size} bytes");
+    assert!(
+        size < 2500,
+        "tools/list (with the output schema) is {size} bytes"
+    );
+    assert!(
+        tools[0].output_schema.is_some(),
+        "run_python declares its output schema"
+    );
     let resources = c
         .service
         .list_all_resources()
@@ -290,3 +297,57 @@ open("/out/result.txt", "w").write("from the sandbox")
     );
 }
 per_runtime!(user_mounts_are_read_only_unless_asked);
+
+/// A client sees who it talks to (the name and version `codemode --version`
+/// prints) and, before any call, every configured server's name: with 40
+/// servers the instructions plus `tools/list` stay under 8 KiB.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn initialize_names_codemode_and_the_servers_within_a_small_budget() {
+    let servers: serde_json::Map<String, serde_json::Value> = (0..40)
+        .map(|i| {
+            (
+                format!("server-{i:02}"),
+                json!({
+                    "command": "/bin/false",
+                    "description": format!("Server number {i}: {}", "a long description ".repeat(10)),
+                }),
+            )
+        })
+        .collect();
+    let fx = Fixture::with_servers(serde_json::Value::Object(servers));
+    let c = fx.client("bubblewrap", &["--warm-pool", "0"]).await;
+    let info = c.service.peer_info().expect("initialize result");
+    let server = info.server_info.clone().expect("serverInfo");
+    let version = std::process::Command::new(crate::common::codemode_bin())
+        .arg("--version")
+        .output()
+        .expect("codemode --version");
+    let printed = String::from_utf8_lossy(&version.stdout);
+    assert_eq!(server.name, "codemode");
+    assert_eq!(
+        printed.trim(),
+        format!("codemode {}", server.version),
+        "serverInfo and --version agree"
+    );
+    assert!(server.title.is_some());
+    let instructions = info.instructions.clone().unwrap_or_default();
+    for i in 0..40 {
+        assert!(
+            instructions.contains(&format!("\n- server-{i:02}: Server number {i}")),
+            "server-{i:02} is named up front:\n{instructions}"
+        );
+    }
+    let tools = c.service.list_all_tools().await.expect("tools/list");
+    let tools_size = serde_json::to_string(&tools).expect("json").len();
+    let total = tools_size + instructions.len();
+    assert!(
+        total < 8192,
+        "instructions ({}) + tools/list ({tools_size}) = {total} bytes with 40 servers",
+        instructions.len()
+    );
+    println!(
+        "40 servers: instructions {} bytes, tools/list {tools_size} bytes",
+        instructions.len()
+    );
+    c.close().await;
+}

@@ -104,7 +104,7 @@ for i in range(5):
     try:
         results.append(await mcp_everything.echo(message=str(i)))
     except runtime.MCPError as e:
-        results.append("budget" if "budget" in str(e) else str(e))
+        results.append("budget" if "--call-budget (MCP_BRIDGE_CALL_BUDGET)" in str(e) else str(e))
 print(results)
 "#;
     let r = c.run_with(code, &["everything"]).await;
@@ -118,6 +118,23 @@ print(results)
                 .contains("['Echo: 0', 'Echo: 1', 'Echo: 2', 'budget', 'budget']"),
         "{r:?}"
     );
+    c.close().await;
+}
+
+/// The default budget fits a data task: one cell loops over 600 items,
+/// calling a tool for each (the old default of 200 stopped at item 200).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_default_budget_fits_a_loop_over_600_items() {
+    let fx = Fixture::new();
+    let c = fx.client("bubblewrap", &[]).await;
+    let code = r#"
+out = [await mcp_everything.echo(message=str(i)) for i in range(600)]
+print(len(out), out[-1])
+"#;
+    let r = c
+        .call(json!({"code": code, "servers": ["everything"], "timeout": 60}))
+        .await;
+    assert_eq!(r.stdout(), "600 Echo: 599\n", "{r:?}");
     c.close().await;
 }
 

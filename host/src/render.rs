@@ -118,6 +118,65 @@ mod tests {
         }
     }
 
+    /// Whether `value` has the JSON type `schema` names (and, for status,
+    /// one of its values): enough of JSON Schema for this flat object.
+    fn conforms(value: &Value, schema: &Value) -> bool {
+        let type_ok = match schema["type"].as_str() {
+            Some("string") => value.is_string(),
+            Some("integer") => value.is_u64(),
+            Some("array") => value
+                .as_array()
+                .is_some_and(|a| a.iter().all(Value::is_string)),
+            _ => false,
+        };
+        let enum_ok = schema["enum"]
+            .as_array()
+            .is_none_or(|allowed| allowed.contains(value));
+        type_ok && enum_ok
+    }
+
+    /// Every status, with every field set, fits the declared output schema
+    /// (the system tests validate real results with real validators).
+    #[test]
+    fn structured_content_fits_the_output_schema() {
+        let schema = crate::server::output_schema();
+        let props = schema["properties"].as_object().expect("properties");
+        for status in [
+            RunStatus::Success,
+            RunStatus::Error,
+            RunStatus::Timeout,
+            RunStatus::Cancelled,
+            RunStatus::ValidationError,
+        ] {
+            let mut o = outcome(status);
+            o.stdout = "out".into();
+            o.stderr = "err".into();
+            o.error = Some("boom".into());
+            o.servers = vec!["time".into()];
+            o.notes = vec!["note".into()];
+            o.timeout_secs = 30;
+            o.rich = vec![RichOutput {
+                mime_type: "image/png".into(),
+                data: vec![1],
+            }];
+            let v = structured(&o);
+            let fields = v.as_object().expect("object");
+            for required in schema["required"].as_array().expect("required") {
+                let key = required.as_str().unwrap_or_default();
+                assert!(fields.contains_key(key), "{status:?} lacks {key}");
+            }
+            for (key, value) in fields {
+                let declared = props.get(key);
+                assert!(declared.is_some(), "{key} is not in the output schema");
+                assert!(
+                    declared.is_some_and(|d| conforms(value, d)),
+                    "{key} = {value} does not fit {declared:?}"
+                );
+            }
+        }
+        assert_eq!(crate::server::STATUSES.len(), 5);
+    }
+
     fn text(r: &CallToolResult) -> String {
         r.content
             .iter()

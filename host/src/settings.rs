@@ -102,7 +102,7 @@ pub struct Settings {
     #[arg(long, env = "MCP_BRIDGE_MAX_OUTPUT", default_value_t = 64 * 1024)]
     pub max_output_bytes: u64,
     /// Tool calls a single cell may make.
-    #[arg(long, env = "MCP_BRIDGE_CALL_BUDGET", default_value_t = 200)]
+    #[arg(long, env = "MCP_BRIDGE_CALL_BUDGET", default_value_t = 5000)]
     pub call_budget: u32,
     /// Seconds a single proxied tool call may take.
     #[arg(long, env = "MCP_BRIDGE_CALL_TIMEOUT", default_value_t = 60)]

@@ -27,9 +27,20 @@ const KILL_GRACE: Duration = Duration::from_secs(3);
 const CANCEL_GRACE: Duration = Duration::from_secs(3);
 /// RPCs answered concurrently; more wait in a queue.
 const MAX_INFLIGHT_RPCS: usize = 64;
-/// RPCs of any kind one cell may send (discovery calls included); tool
-/// calls have their own, smaller, configurable budget.
+/// RPCs of any kind one cell may send (discovery calls included), or
+/// twice the tool-call budget when that is larger; tool calls have their
+/// own configurable budget.
 const MAX_RPCS_PER_CELL: u32 = 10_000;
+
+/// What a cell that used up its tool-call budget is told: what to do, and
+/// which setting raises it.
+pub fn budget_message(budget: u32) -> String {
+    format!(
+        "tool-call budget of {budget} calls per cell used up: split the work over several run_python calls \
+         (the budget is per cell), or have whoever runs codemode raise it with --call-budget \
+         (MCP_BRIDGE_CALL_BUDGET)"
+    )
+}
 
 pub type RpcFuture = Pin<Box<dyn Future<Output = Result<String, RpcError>> + Send>>;
 /// An RPC in flight, tagged with its request id.
@@ -140,6 +151,7 @@ impl Sandbox {
         let mut inflight_ids: HashSet<u64> = HashSet::new();
         let mut queued: VecDeque<(u64, rpc_request::Call)> = VecDeque::new();
         let mut rpcs: u32 = 0;
+        let max_rpcs = MAX_RPCS_PER_CELL.max(req.call_budget.saturating_mul(2));
 
         loop {
             let deadline = cancel_deadline.map_or(hard_deadline, |c| c.min(hard_deadline));
@@ -174,12 +186,12 @@ impl Sandbox {
                             rpcs += 1;
                             let immediate = match call {
                                 None => Some(rpc_error(ErrorKind::InvalidArguments, "RpcRequest without a call")),
-                                Some(_) if rpcs > MAX_RPCS_PER_CELL => Some(rpc_error(
+                                Some(_) if rpcs > max_rpcs => Some(rpc_error(
                                     ErrorKind::BudgetExceeded,
-                                    format!("this cell sent more than {MAX_RPCS_PER_CELL} requests"))),
+                                    format!("this cell sent more than {max_rpcs} requests"))),
                                 Some(rpc_request::Call::CallTool(_)) if result.tool_calls >= req.call_budget => Some(rpc_error(
                                     ErrorKind::BudgetExceeded,
-                                    format!("tool-call budget of {} calls per cell used up", req.call_budget))),
+                                    budget_message(req.call_budget))),
                                 Some(c) => {
                                     if matches!(c, rpc_request::Call::CallTool(_)) {
                                         result.tool_calls += 1;

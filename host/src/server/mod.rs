@@ -10,7 +10,7 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ListResourcesResult, ListToolsResult,
     PaginatedRequestParams, ProgressNotificationParam, ReadResourceRequestParams,
     ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ServerCapabilities,
-    ServerConfig, Tool,
+    ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -22,13 +22,9 @@ use crate::sandbox::OutputListener;
 
 pub const MANUAL: &str = include_str!("manual.md");
 pub const MANUAL_URI: &str = "resource://codemode/manual";
-pub const TOOL_NAME: &str = "run_python";
 
-const INSTRUCTIONS: &str = "codemode runs Python in a persistent, network-less sandbox with one tool, run_python. \
-Configured MCP servers become Python modules: pass servers=[...] to load them, then `await mcp_<alias>.<tool>(...)`. \
-Discover with runtime.discovered_servers(detailed=True) and runtime.search_tool_docs('query'); \
-print(runtime.capability_summary()) or read resource://codemode/manual for the full manual.";
-
+mod describe;
+pub use describe::{output_schema, server_info, tool_definition, STATUSES, TOOL_NAME};
 static CONNECTIONS: AtomicU64 = AtomicU64::new(1);
 
 /// One client connection.
@@ -45,29 +41,6 @@ impl CodemodeServer {
             connection: CONNECTIONS.fetch_add(1, Ordering::SeqCst),
         }
     }
-}
-
-pub fn tool_definition(max_timeout: u64, default_timeout: u64) -> Tool {
-    let schema = json!({
-        "type": "object",
-        "properties": {
-            "code": {"type": "string", "description": "Python to run. Top-level await works; state persists between calls."},
-            "servers": {"type": "array", "items": {"type": "string"}, "description": "MCP servers to load as mcp_<alias> modules (see runtime.discovered_servers())."},
-            "timeout": {"type": "integer", "minimum": 1, "maximum": max_timeout, "default": default_timeout, "description": "Seconds before the cell is interrupted."},
-            "session": {"type": "string", "description": "Session name; calls with the same name share state (default: one per connection)."}
-        },
-        "required": ["code"]
-    });
-    let schema = match schema {
-        Value::Object(m) => m,
-        _ => serde_json::Map::new(),
-    };
-    Tool::new(
-        TOOL_NAME,
-        "Run Python in a persistent sandbox (like a notebook) where configured MCP servers are Python modules. \
-         Prefer one cell that discovers, calls and combines tools over many calls.",
-        Arc::new(schema),
-    )
 }
 
 /// Parses `run_python` arguments; `Err` is a validation message.
@@ -181,7 +154,17 @@ impl ServerHandler for CodemodeServer {
                 .enable_resources()
                 .build(),
         )
-        .with_instructions(INSTRUCTIONS)
+        .with_server_info(server_info())
+        .with_instructions(describe::instructions(
+            self.bridge.pool.configs(),
+            &self
+                .bridge
+                .discovery
+                .untrusted
+                .iter()
+                .map(|u| u.name.clone())
+                .collect::<Vec<_>>(),
+        ))
     }
 
     async fn list_tools(
