@@ -159,6 +159,14 @@ impl Session {
                         tokio::spawn(sb.shutdown());
                     }
                 }
+                if cell.dropped_rich > 0 {
+                    notes.push(format!(
+                        "note: {} images were dropped: a cell returns at most {} images, {} MiB in all",
+                        cell.dropped_rich,
+                        crate::sandbox::MAX_RICH_OUTPUTS,
+                        crate::sandbox::MAX_RICH_BYTES >> 20
+                    ));
+                }
                 if cell.ended_processes > 0 {
                     notes.push(ended_note(cell.ended_processes));
                 }

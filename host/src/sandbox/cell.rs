@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 
 use codemode_proto::v1::{
     guest_message, host_message, rpc_request, rpc_response, Cancel, ErrorKind, Execute,
-    GuestMessage, LogLevel, PyError, RichOutput, RpcError, RpcRequest, RpcResponse, Status, Stream,
+    GuestMessage, HostMessage, LogLevel, PyError, RichOutput, RpcError, RpcRequest, RpcResponse,
+    Status, Stream,
 };
 use futures::stream::FuturesUnordered;
 use futures::StreamExt;
@@ -27,6 +28,16 @@ const KILL_GRACE: Duration = Duration::from_secs(3);
 const CANCEL_GRACE: Duration = Duration::from_secs(3);
 /// RPCs answered concurrently; more wait in a queue.
 const MAX_INFLIGHT_RPCS: usize = 64;
+/// Frames the host holds for a guest that is slow to read them (RPC
+/// answers, a cancel); while this many wait, the host stops reading the
+/// guest's frames, so a guest that never reads cannot grow them.
+const MAX_PENDING_FRAMES: usize = MAX_INFLIGHT_RPCS + 16;
+/// Rich outputs (images) one cell may return, and their bytes in all:
+/// the guest caps them too, but a forged Finished must not turn into a
+/// million image blocks.
+pub const MAX_RICH_OUTPUTS: usize = 32;
+pub const MAX_RICH_BYTES: usize = 8 * 1024 * 1024;
+
 /// RPCs of any kind one cell may send (discovery calls included), or
 /// twice the tool-call budget when that is larger; tool calls have their
 /// own configurable budget.
@@ -97,6 +108,27 @@ pub struct CellResult {
     pub running_processes: u32,
     /// Processes this cell left running that the guest ended at its end.
     pub ended_processes: u32,
+    /// Rich outputs dropped by the host's caps.
+    pub dropped_rich: usize,
+}
+
+/// Keeps the first rich outputs within [`MAX_RICH_OUTPUTS`] and
+/// [`MAX_RICH_BYTES`]; returns how many were dropped.
+fn cap_rich(rich: &mut Vec<RichOutput>) -> usize {
+    let total = rich.len();
+    let mut bytes = 0usize;
+    let mut keep = 0usize;
+    for r in rich.iter() {
+        let size = r.data.len() + r.mime_type.len();
+        if keep == MAX_RICH_OUTPUTS || bytes + size > MAX_RICH_BYTES {
+            break;
+        }
+        bytes += size;
+        keep += 1;
+    }
+    rich.truncate(keep);
+    rich.retain(|r| !r.data.is_empty());
+    total - rich.len()
 }
 
 pub(super) fn kind_name(msg: &GuestMessage) -> &'static str {
@@ -144,6 +176,7 @@ impl Sandbox {
             sandbox_lost: None,
             running_processes: 0,
             ended_processes: 0,
+            dropped_rich: 0,
         };
         let hard_deadline = tokio::time::Instant::now() + req.timeout + KILL_GRACE;
         let mut cancel_deadline: Option<tokio::time::Instant> = None;
@@ -151,12 +184,53 @@ impl Sandbox {
         let mut inflight_ids: HashSet<u64> = HashSet::new();
         let mut queued: VecDeque<(u64, rpc_request::Call)> = VecDeque::new();
         let mut rpcs: u32 = 0;
+        // Frames for the guest, sent as the writer's queue has room: the
+        // loop never waits on the guest reading them.
+        let mut outgoing: VecDeque<host_message::Kind> = VecDeque::new();
+        let to_guest = self.outbox.sender().clone();
         let max_rpcs = MAX_RPCS_PER_CELL.max(req.call_budget.saturating_mul(2));
 
         loop {
             let deadline = cancel_deadline.map_or(hard_deadline, |c| c.min(hard_deadline));
+            let room = outgoing.len() < MAX_PENDING_FRAMES;
             tokio::select! {
-                frame = self.reader.next() => {
+                // The deadline and a cancel win over everything the guest sends.
+                biased;
+                _ = tokio::time::sleep_until(deadline) => {
+                    if let Some(process) = self.process.as_mut() {
+                        process.kill_now();
+                    }
+                    let cancelled = cancel_deadline.is_some();
+                    result.status = if cancelled { CellStatus::Cancelled } else { CellStatus::Timeout };
+                    result.duration = started.elapsed();
+                    result.sandbox_lost = Some(format!(
+                        "the cell ignored the interrupt, so its sandbox was killed after {:.1}s; \
+                         variables and imports from earlier calls are gone",
+                        result.duration.as_secs_f64()));
+                    return Ok(result);
+                }
+                _ = req.cancel.cancelled(), if cancel_deadline.is_none() => {
+                    outgoing.push_front(host_message::Kind::Cancel(Cancel { id }));
+                    cancel_deadline = Some(tokio::time::Instant::now() + CANCEL_GRACE);
+                }
+                permit = to_guest.reserve(), if !outgoing.is_empty() => {
+                    let Ok(permit) = permit else {
+                        return Err(SandboxError::Exited { during: "a write to it" });
+                    };
+                    if let Some(kind) = outgoing.pop_front() {
+                        permit.send(HostMessage { kind: Some(kind) });
+                    }
+                }
+                Some((rpc_id, answer)) = inflight.next(), if !inflight.is_empty() && room => {
+                    inflight_ids.remove(&rpc_id);
+                    outgoing.push_back(self.response(rpc_id, answer));
+                    if let Some((qid, qcall)) = queued.pop_front() {
+                        inflight_ids.insert(qid);
+                        let fut = req.handler.call(qcall);
+                        inflight.push(Box::pin(async move { (qid, fut.await) }));
+                    }
+                }
+                frame = self.reader.next(), if room => {
                     let msg = match frame {
                         None => return Err(SandboxError::Exited { during: "a cell" }),
                         Some(Err(e)) => return Err(e.into()),
@@ -169,6 +243,9 @@ impl Sandbox {
                                     "Output for execution {} while {id} runs", out.execution_id)));
                             }
                             let stream = Stream::try_from(out.stream).unwrap_or(Stream::Stdout);
+                            if out.data.is_empty() {
+                                continue;
+                            }
                             match stream {
                                 Stream::Stderr => result.stderr.push(&out.data),
                                 _ => result.stdout.push(&out.data),
@@ -201,7 +278,7 @@ impl Sandbox {
                                 }
                             };
                             if let Some(err) = immediate {
-                                self.respond(rpc_id, Err(err)).await?;
+                                outgoing.push_back(self.response(rpc_id, Err(err)));
                             }
                             while inflight.len() < MAX_INFLIGHT_RPCS {
                                 let Some((qid, qcall)) = queued.pop_front() else { break };
@@ -223,6 +300,7 @@ impl Sandbox {
                             };
                             result.error = done.error;
                             result.rich = done.rich;
+                            result.dropped_rich = cap_rich(&mut result.rich);
                             result.running_processes = done.running_processes;
                             result.ended_processes = done.ended_processes;
                             result.duration = started.elapsed();
@@ -232,8 +310,8 @@ impl Sandbox {
                             let level = LogLevel::try_from(log.level).unwrap_or(LogLevel::Info);
                             let text: String = log.message.chars().take(2000).collect();
                             match level {
-                                LogLevel::Error | LogLevel::Warn => tracing::warn!(sandbox = %self.process.name, "guest: {text}"),
-                                _ => tracing::debug!(sandbox = %self.process.name, "guest: {text}"),
+                                LogLevel::Error | LogLevel::Warn => tracing::warn!(sandbox = %self.name, "guest: {text}"),
+                                _ => tracing::debug!(sandbox = %self.name, "guest: {text}"),
                             }
                         }
                         Some(guest_message::Kind::ProtocolError(e)) => return Err(SandboxError::GuestRefused(e.message)),
@@ -243,39 +321,13 @@ impl Sandbox {
                         }
                     }
                 }
-                Some((rpc_id, answer)) = inflight.next(), if !inflight.is_empty() => {
-                    inflight_ids.remove(&rpc_id);
-                    self.respond(rpc_id, answer).await?;
-                    if let Some((qid, qcall)) = queued.pop_front() {
-                        inflight_ids.insert(qid);
-                        let fut = req.handler.call(qcall);
-                        inflight.push(Box::pin(async move { (qid, fut.await) }));
-                    }
-                }
-                _ = req.cancel.cancelled(), if cancel_deadline.is_none() => {
-                    self.send(host_message::Kind::Cancel(Cancel { id })).await?;
-                    cancel_deadline = Some(tokio::time::Instant::now() + CANCEL_GRACE);
-                }
-                _ = tokio::time::sleep_until(deadline) => {
-                    self.process.kill_now();
-                    let cancelled = cancel_deadline.is_some();
-                    result.status = if cancelled { CellStatus::Cancelled } else { CellStatus::Timeout };
-                    result.duration = started.elapsed();
-                    result.sandbox_lost = Some(format!(
-                        "the cell ignored the interrupt, so its sandbox was killed after {:.1}s; \
-                         variables and imports from earlier calls are gone",
-                        result.duration.as_secs_f64()));
-                    return Ok(result);
-                }
             }
         }
     }
 
-    async fn respond(
-        &mut self,
-        id: u64,
-        answer: Result<String, RpcError>,
-    ) -> Result<(), SandboxError> {
+    /// The RpcResponse frame for `answer` (an error when it would not fit
+    /// a frame).
+    fn response(&self, id: u64, answer: Result<String, RpcError>) -> host_message::Kind {
         /// Room for the frame's own fields around the JSON payload.
         const ENVELOPE: usize = 64;
         let result = match answer {
@@ -290,10 +342,9 @@ impl Sandbox {
             Ok(json) => rpc_response::Result::OkJson(json),
             Err(e) => rpc_response::Result::Error(e),
         };
-        self.send(host_message::Kind::RpcResponse(RpcResponse {
+        host_message::Kind::RpcResponse(RpcResponse {
             id,
             result: Some(result),
-        }))
-        .await
+        })
     }
 }

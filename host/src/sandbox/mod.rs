@@ -4,7 +4,10 @@
 //! clear error, never the bridge.
 
 mod cell;
+mod outbox;
 mod output;
+#[cfg(test)]
+mod tests;
 
 use std::time::Duration;
 
@@ -13,11 +16,15 @@ use codemode_proto::v1::{
     guest_message, host_message, AddServers, GuestMessage, HostMessage, Init, Ready, ServerInfo,
 };
 use codemode_proto::{FrameError, VersionMismatch};
-use futures::{SinkExt, StreamExt};
-use tokio::process::{ChildStdin, ChildStdout};
-use tokio_util::codec::{FramedRead, FramedWrite};
+use futures::StreamExt;
+use tokio::io::AsyncRead;
+use tokio_util::codec::FramedRead;
 
-pub use cell::{CellRequest, CellResult, CellStatus, RpcFuture, RpcHandler};
+use outbox::{Outbox, Sink};
+
+pub use cell::{
+    CellRequest, CellResult, CellStatus, RpcFuture, RpcHandler, MAX_RICH_BYTES, MAX_RICH_OUTPUTS,
+};
 pub use output::{CappedStream, NoListener, OutputListener};
 
 use crate::runtime::{Backend, LaunchSpec, RuntimeError, SandboxProcess};
@@ -52,16 +59,23 @@ pub enum SandboxError {
     GuestRefused(String),
     #[error("sandbox channel failed: {0}")]
     Frame(#[from] FrameError),
+    #[error("the sandbox stopped reading its channel for {secs}s")]
+    Stalled { secs: u64 },
 }
 
-type Reader = FramedRead<ChildStdout, FrameCodec<GuestMessage, HostMessage>>;
-type Writer = FramedWrite<ChildStdin, FrameCodec<GuestMessage, HostMessage>>;
+type Source = Box<dyn AsyncRead + Send + Unpin>;
+type Reader = FramedRead<Source, FrameCodec<GuestMessage, HostMessage>>;
+
+/// How long a shutdown lets the writer task deliver Shutdown.
+const SHUTDOWN_SEND_WAIT: Duration = Duration::from_millis(200);
 
 /// A started, handshaken guest.
 pub struct Sandbox {
-    process: SandboxProcess,
+    /// The sandbox process; `None` for an in-process guest (tests).
+    process: Option<SandboxProcess>,
+    name: String,
     reader: Reader,
-    writer: Writer,
+    outbox: Outbox,
     pub ready: Ready,
     next_execution: u64,
     initialized: bool,
@@ -70,9 +84,7 @@ pub struct Sandbox {
 
 impl std::fmt::Debug for Sandbox {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Sandbox")
-            .field("name", &self.process.name)
-            .finish()
+        f.debug_struct("Sandbox").field("name", &self.name).finish()
     }
 }
 
@@ -87,20 +99,59 @@ impl Sandbox {
         let (Some(stdin), Some(stdout)) = (process.stdin.take(), process.stdout.take()) else {
             return Err(SandboxError::Exited { during: "start-up" });
         };
+        Self::handshake(
+            Some(process),
+            spec.name.clone(),
+            Box::new(stdout),
+            Box::new(stdin),
+            max_frame_bytes,
+        )
+        .await
+    }
+
+    /// A guest on any byte channel (an in-process fake guest in tests).
+    #[cfg(test)]
+    pub(crate) async fn over_channel(
+        name: &str,
+        from_guest: impl AsyncRead + Send + Unpin + 'static,
+        to_guest: impl tokio::io::AsyncWrite + Send + Unpin + 'static,
+        max_frame_bytes: usize,
+    ) -> Result<Self, SandboxError> {
+        Self::handshake(
+            None,
+            name.to_string(),
+            Box::new(from_guest),
+            Box::new(to_guest),
+            max_frame_bytes,
+        )
+        .await
+    }
+
+    /// Waits for the guest's Ready frame and checks its version.
+    async fn handshake(
+        process: Option<SandboxProcess>,
+        name: String,
+        from_guest: Source,
+        to_guest: Sink,
+        max_frame_bytes: usize,
+    ) -> Result<Self, SandboxError> {
         let mut reader = FramedRead::new(
-            stdout,
+            from_guest,
             FrameCodec::new(GUEST_FRAME_MAX.min(max_frame_bytes)),
         );
-        let writer = FramedWrite::new(stdin, FrameCodec::new(max_frame_bytes));
+        let outbox = Outbox::spawn(to_guest, max_frame_bytes);
         let first = tokio::time::timeout(READY_TIMEOUT, reader.next())
             .await
             .map_err(|_| SandboxError::ReadyTimeout {
-                name: spec.name.clone(),
+                name: name.clone(),
                 secs: READY_TIMEOUT.as_secs(),
             })?;
         let ready = match first {
             None => {
-                let stderr = process.stderr_tail().await;
+                let stderr = match &process {
+                    Some(p) => p.stderr_tail().await,
+                    None => String::new(),
+                };
                 if stderr.trim().is_empty() {
                     return Err(SandboxError::Exited { during: "start-up" });
                 }
@@ -128,8 +179,9 @@ impl Sandbox {
         )?;
         Ok(Self {
             process,
+            name,
             reader,
-            writer,
+            outbox,
             ready,
             next_execution: 1,
             initialized: false,
@@ -138,7 +190,7 @@ impl Sandbox {
     }
 
     pub fn name(&self) -> &str {
-        &self.process.name
+        &self.name
     }
 
     pub fn is_initialized(&self) -> bool {
@@ -147,7 +199,7 @@ impl Sandbox {
 
     /// Whether the sandbox process is still running.
     pub fn is_alive(&mut self) -> bool {
-        !self.process.has_exited()
+        self.process.as_mut().is_none_or(|p| !p.has_exited())
     }
 
     pub async fn init(&mut self, init: Init) -> Result<(), SandboxError> {
@@ -162,28 +214,21 @@ impl Sandbox {
     }
 
     async fn send(&mut self, kind: host_message::Kind) -> Result<(), SandboxError> {
-        self.writer
-            .send(HostMessage { kind: Some(kind) })
-            .await
-            .map_err(|e| match e {
-                FrameError::Io(_) => SandboxError::Exited {
-                    during: "a write to it",
-                },
-                other => other.into(),
-            })
+        self.outbox.send(kind).await
     }
 
-    /// Asks the guest to exit, then escalates.
-    pub async fn shutdown(mut self) {
-        let _ = tokio::time::timeout(
-            Duration::from_millis(200),
-            self.send(host_message::Kind::Shutdown(Default::default())),
-        )
-        .await;
+    /// Asks the guest to exit (if its channel has room), then escalates;
+    /// never waits on a guest that stopped reading.
+    pub async fn shutdown(self) {
         let Sandbox {
-            process, writer, ..
+            process, outbox, ..
         } = self;
-        drop(writer);
-        process.shutdown().await;
+        outbox.try_send(host_message::Kind::Shutdown(Default::default()));
+        // Closing the queue lets the writer deliver Shutdown, then drop the
+        // guest's stdin (EOF, which also ends it).
+        outbox.finish(SHUTDOWN_SEND_WAIT).await;
+        if let Some(process) = process {
+            process.shutdown().await;
+        }
     }
 }

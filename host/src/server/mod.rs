@@ -115,19 +115,38 @@ pub fn parse_arguments(
     })
 }
 
+/// Progress notifications one call may send at most.
+const MAX_PROGRESS_NOTIFICATIONS: u64 = 1000;
+/// The shortest gap between two progress notifications: output that
+/// arrives faster is joined into the next one (at most 20 a second).
+const PROGRESS_INTERVAL: std::time::Duration = std::time::Duration::from_millis(50);
+/// Bytes of output one progress notification carries at most.
+const MAX_PROGRESS_MESSAGE: usize = 16 * 1024;
+
 /// Streams cell output as MCP progress notifications.
 /// The guest caps what it streams, but it is untrusted: the host stops
-/// forwarding after this budget (the full capped output is still in the result).
+/// forwarding after this budget of bytes and of chunks (the full capped
+/// output is still in the result), and the forwarder joins chunks so the
+/// client sees at most [`MAX_PROGRESS_NOTIFICATIONS`], 20 a second.
 struct ProgressListener {
     tx: tokio::sync::mpsc::UnboundedSender<String>,
     budget: usize,
+    chunks_left: u32,
 }
 
 impl OutputListener for ProgressListener {
     fn chunk(&mut self, stream: Stream, data: &[u8]) {
-        if self.budget == 0 {
+        if self.budget == 0 || data.is_empty() {
             return;
         }
+        if self.chunks_left == 0 {
+            self.budget = 0;
+            let _ = self
+                .tx
+                .send("[... further output is in the result ...]".into());
+            return;
+        }
+        self.chunks_left -= 1;
         if data.len() > self.budget {
             self.budget = 0;
             let _ = self
@@ -215,11 +234,25 @@ impl ServerHandler for CodemodeServer {
                 let peer = context.peer.clone();
                 let forward = tokio::spawn(async move {
                     let mut n = 0u64;
-                    while let Some(message) = rx.recv().await {
+                    let mut last: Option<tokio::time::Instant> = None;
+                    while let Some(mut message) = rx.recv().await {
+                        if let Some(at) = last {
+                            tokio::time::sleep_until(at + PROGRESS_INTERVAL).await;
+                        }
+                        while message.len() < MAX_PROGRESS_MESSAGE {
+                            match rx.try_recv() {
+                                Ok(more) => message.push_str(&more),
+                                Err(_) => break,
+                            }
+                        }
                         n += 1;
+                        last = Some(tokio::time::Instant::now());
                         let mut p = ProgressNotificationParam::new(token.clone(), n as f64);
                         p.message = Some(message);
-                        if peer.notify_progress(p).await.is_err() {
+                        if n > MAX_PROGRESS_NOTIFICATIONS || peer.notify_progress(p).await.is_err()
+                        {
+                            // Drain the rest: the result has the output.
+                            while rx.recv().await.is_some() {}
                             break;
                         }
                     }
@@ -227,7 +260,11 @@ impl ServerHandler for CodemodeServer {
                 let budget = usize::try_from(self.bridge.settings.max_output_bytes)
                     .unwrap_or(usize::MAX)
                     .saturating_mul(2);
-                let mut listener = ProgressListener { tx, budget };
+                let mut listener = ProgressListener {
+                    tx,
+                    budget,
+                    chunks_left: 10_000,
+                };
                 let out = self.bridge.run(req, &mut listener, cancel).await;
                 drop(listener);
                 let _ = forward.await;
@@ -278,5 +315,38 @@ impl ServerHandler for CodemodeServer {
             *mime_type = Some("text/markdown".into());
         }
         Ok(ReadResourceResult::new(vec![contents]).into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A guest that streams a flood of tiny chunks gets a bounded number of
+    /// progress messages; empty chunks send none.
+    #[test]
+    fn progress_is_bounded_by_chunks_as_well_as_bytes() {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let mut listener = ProgressListener {
+            tx,
+            budget: usize::MAX,
+            chunks_left: 100,
+        };
+        for _ in 0..1000 {
+            listener.chunk(Stream::Stdout, b"");
+        }
+        for _ in 0..10_000 {
+            listener.chunk(Stream::Stdout, b"x");
+        }
+        drop(listener);
+        let mut sent = Vec::new();
+        while let Ok(m) = rx.try_recv() {
+            sent.push(m);
+        }
+        assert_eq!(sent.len(), 101, "100 chunks and one notice");
+        assert_eq!(
+            sent.last().map(String::as_str),
+            Some("[... further output is in the result ...]")
+        );
     }
 }
