@@ -4,11 +4,15 @@
 
 use std::collections::BTreeSet;
 
+/// Python's hard keywords that a lowercased name can be (`keyword.kwlist`
+/// less `False`, `None`, `True`): the guest's `_state.sanitize` and
+/// `is_alias` use `keyword.iskeyword`, the reference bridge's rule, and must
+/// agree. Soft keywords (`match`, `case`, `type`, `_`) are valid names and
+/// attributes, so they stay as they are.
 const PY_KEYWORDS: &[&str] = &[
-    "false", "none", "true", "and", "as", "assert", "async", "await", "break", "class", "continue",
-    "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if", "import",
-    "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try", "while",
-    "with", "yield", "match", "case", "type",
+    "and", "as", "assert", "async", "await", "break", "class", "continue", "def", "del", "elif",
+    "else", "except", "finally", "for", "from", "global", "if", "import", "in", "is", "lambda",
+    "nonlocal", "not", "or", "pass", "raise", "return", "try", "while", "with", "yield",
 ];
 
 /// The identifier for one name, before collision numbering.
@@ -66,6 +70,10 @@ mod tests {
         assert_eq!(sanitize("GitHub-Server", "s"), "github_server");
         assert_eq!(sanitize("2fa", "s"), "_2fa");
         assert_eq!(sanitize("class", "s"), "class_");
+        // Soft keywords are names Python accepts; lowercase none is no keyword.
+        for soft in ["match", "case", "type", "none", "true"] {
+            assert_eq!(sanitize(soft, "s"), soft);
+        }
         assert_eq!(sanitize("", "tool"), "tool");
         let names = vec!["a-b".to_string(), "a_b".to_string(), "A.B".to_string()];
         assert_eq!(assign(&names, "s"), vec!["a_b", "a_b_2", "a_b_3"]);

@@ -117,12 +117,8 @@ pub fn select_backend(settings: &Settings) -> Result<BackendChoice, RuntimeError
 /// A docker CLI without a reachable engine (common: only the client is
 /// installed) must not win `auto`.
 fn docker_engine_up() -> bool {
-    std::process::Command::new("docker")
-        .args(["info", "--format", "{{.ServerVersion}}"])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false)
+    let mut cmd = super::client::blocking_command(std::path::Path::new("docker"));
+    cmd.args(["info", "--format", "{{.ServerVersion}}"]);
+    // Bounded: a docker CLI whose engine hangs must not hang start-up.
+    super::client::status_within(cmd, std::time::Duration::from_secs(10)).unwrap_or(false)
 }

@@ -5,9 +5,7 @@
 //! answers directly and nothing here runs.
 
 use std::path::Path;
-use std::process::Stdio;
 
-use tokio::process::Command;
 
 use super::RuntimeError;
 
@@ -18,17 +16,16 @@ const NEEDS_MACHINE: &[&str] = &[
     "socket: connect",
     "connection refused",
 ];
+/// How long one podman machine command may take.
+const MACHINE_WAIT: std::time::Duration = std::time::Duration::from_secs(600);
 /// `info` then `machine start`/`init` rounds before giving up.
 const ATTEMPTS: usize = 3;
 
 async fn podman(binary: &Path, args: &[&str]) -> (bool, String) {
-    match Command::new(binary)
-        .args(args)
-        .stdin(Stdio::null())
-        .kill_on_drop(true)
-        .output()
-        .await
-    {
+    let mut cmd = super::client::command(binary);
+    cmd.args(args);
+    // `machine init` downloads an image: minutes, not forever.
+    match super::client::output(cmd, MACHINE_WAIT).await {
         Ok(out) => (
             out.status.success(),
             format!(

@@ -5,6 +5,7 @@
 pub mod allowance;
 mod bwrap;
 mod cgroup;
+pub mod client;
 mod detect;
 pub mod enforcement;
 pub mod identity;

@@ -3,9 +3,7 @@
 //! the bridge instance, and is removed when its owner goes away.
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 
-use tokio::process::Command;
 
 use super::{LaunchSpec, RuntimeError, SandboxProcess, SANDBOX_WORKDIR};
 use crate::settings::Settings;
@@ -195,7 +193,7 @@ impl OciBackend {
     }
 
     pub fn launch(&self, spec: &LaunchSpec) -> Result<SandboxProcess, RuntimeError> {
-        let mut cmd = Command::new(&self.binary);
+        let mut cmd = super::client::command(&self.binary);
         cmd.args(self.run_args(spec));
         SandboxProcess::spawn(
             cmd,
@@ -220,7 +218,7 @@ fn default_podman_runtime() -> Option<String> {
 /// Removes containers left behind by bridges that are gone (crashed or
 /// killed before they could clean up). Returns how many were removed.
 pub async fn sweep_stale_containers(backend: &OciBackend) -> usize {
-    let mut cmd = Command::new(&backend.binary);
+    let mut cmd = super::client::command(&backend.binary);
     cmd.args(backend.global_args());
     cmd.args([
         "ps",
@@ -230,8 +228,7 @@ pub async fn sweep_stale_containers(backend: &OciBackend) -> usize {
         "--format",
     ]);
     cmd.arg(format!("{{{{.Names}}}} {{{{.Label \"{OWNER_LABEL}\"}}}}"));
-    cmd.stdin(Stdio::null()).stderr(Stdio::null());
-    let Ok(out) = cmd.output().await else {
+    let Ok(out) = super::client::output(cmd, super::client::SHORT).await else {
         return 0;
     };
     let mut removed = 0;
@@ -248,15 +245,11 @@ pub async fn sweep_stale_containers(backend: &OciBackend) -> usize {
         if alive {
             continue;
         }
-        let status = Command::new(&backend.binary)
-            .args(backend.global_args())
-            .args(["rm", "-f", "-t", "0", name])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .await;
-        if status.map(|s| s.success()).unwrap_or(false) {
+        let mut rm = super::client::command(&backend.binary);
+        rm.args(backend.global_args())
+            .args(["rm", "-f", "-t", "0", name]);
+        let status = super::client::output(rm, super::client::SHORT).await;
+        if status.map(|s| s.status.success()).unwrap_or(false) {
             tracing::info!(
                 container = name,
                 owner_pid = pid,

@@ -115,13 +115,9 @@ impl SandboxProcess {
             cg.remove().await;
         }
         if let Some((engine, name)) = self.container.take() {
-            let _ = Command::new(engine)
-                .args(["rm", "-f", "-t", "0", &name])
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status()
-                .await;
+            let mut rm = super::client::command(&engine);
+            rm.args(["rm", "-f", "-t", "0", &name]);
+            let _ = super::client::output(rm, super::client::SHORT).await;
         }
     }
 
@@ -147,13 +143,9 @@ impl Drop for SandboxProcess {
         }
         if let Some((engine, name)) = self.container.take() {
             // Killing the podman client does not stop the container under
-            // conmon, so remove it explicitly; detached, as Drop cannot wait.
-            let _ = std::process::Command::new(engine)
-                .args(["rm", "-f", "-t", "0", &name])
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn();
+            // conmon, so remove it explicitly; detached, as Drop cannot
+            // wait, but reaped.
+            super::client::remove_detached(engine, Vec::new(), name);
         }
     }
 }

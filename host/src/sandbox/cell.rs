@@ -18,7 +18,7 @@ use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 
 use super::output::{CappedStream, OutputListener};
-use super::{Sandbox, SandboxError};
+use super::{ProtocolViolation, Sandbox, SandboxError};
 
 /// After the cell's own timeout the guest interrupts it itself; this is how
 /// much longer the host waits for Finished before killing the sandbox
@@ -239,10 +239,12 @@ impl Sandbox {
                     match msg.kind {
                         Some(guest_message::Kind::Output(out)) => {
                             if out.execution_id != id {
-                                return Err(SandboxError::Protocol(format!(
-                                    "Output for execution {} while {id} runs", out.execution_id)));
+                                return Err(ProtocolViolation::WrongExecution { what: "Output", received: out.execution_id, running: id }.into());
                             }
-                            let stream = Stream::try_from(out.stream).unwrap_or(Stream::Stdout);
+                            let stream = match Stream::try_from(out.stream) {
+                                Ok(s @ (Stream::Stdout | Stream::Stderr)) => s,
+                                _ => return Err(ProtocolViolation::UnknownEnum { field: "Output.stream", value: out.stream }.into()),
+                            };
                             if out.data.is_empty() {
                                 continue;
                             }
@@ -254,11 +256,10 @@ impl Sandbox {
                         }
                         Some(guest_message::Kind::RpcRequest(RpcRequest { id: rpc_id, execution_id, call })) => {
                             if execution_id != id {
-                                return Err(SandboxError::Protocol(format!(
-                                    "RpcRequest for execution {execution_id} while {id} runs")));
+                                return Err(ProtocolViolation::WrongExecution { what: "RpcRequest", received: execution_id, running: id }.into());
                             }
                             if inflight_ids.contains(&rpc_id) || queued.iter().any(|(q, _)| *q == rpc_id) {
-                                return Err(SandboxError::Protocol(format!("RpcRequest id {rpc_id} reused while in flight")));
+                                return Err(ProtocolViolation::RpcIdReused(rpc_id).into());
                             }
                             rpcs += 1;
                             let immediate = match call {
@@ -289,14 +290,14 @@ impl Sandbox {
                         }
                         Some(guest_message::Kind::Finished(done)) => {
                             if done.id != id {
-                                return Err(SandboxError::Protocol(format!(
-                                    "Finished for execution {} while {id} runs", done.id)));
+                                return Err(ProtocolViolation::WrongExecution { what: "Finished", received: done.id, running: id }.into());
                             }
                             result.status = match Status::try_from(done.status) {
                                 Ok(Status::Success) => CellStatus::Success,
+                                Ok(Status::Error) => CellStatus::Error,
                                 Ok(Status::Timeout) => CellStatus::Timeout,
                                 Ok(Status::Cancelled) => CellStatus::Cancelled,
-                                _ => CellStatus::Error,
+                                _ => return Err(ProtocolViolation::UnknownEnum { field: "Finished.status", value: done.status }.into()),
                             };
                             result.error = done.error;
                             result.rich = done.rich;
@@ -307,7 +308,10 @@ impl Sandbox {
                             return Ok(result);
                         }
                         Some(guest_message::Kind::Log(log)) => {
-                            let level = LogLevel::try_from(log.level).unwrap_or(LogLevel::Info);
+                            let level = match LogLevel::try_from(log.level) {
+                                Ok(LogLevel::Unspecified) | Err(_) => return Err(ProtocolViolation::UnknownEnum { field: "Log.level", value: log.level }.into()),
+                                Ok(level) => level,
+                            };
                             let text: String = log.message.chars().take(2000).collect();
                             match level {
                                 LogLevel::Error | LogLevel::Warn => tracing::warn!(sandbox = %self.name, "guest: {text}"),
@@ -316,8 +320,10 @@ impl Sandbox {
                         }
                         Some(guest_message::Kind::ProtocolError(e)) => return Err(SandboxError::GuestRefused(e.message)),
                         other => {
-                            return Err(SandboxError::Protocol(format!(
-                                "unexpected {} during a cell", kind_name(&GuestMessage { kind: other }))))
+                            return Err(ProtocolViolation::Unexpected {
+                                expected: "Output, RpcRequest, Log or Finished during a cell",
+                                received: kind_name(&GuestMessage { kind: other }),
+                            }.into())
                         }
                     }
                 }

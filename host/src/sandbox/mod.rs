@@ -54,13 +54,34 @@ pub enum SandboxError {
     #[error(transparent)]
     Version(#[from] VersionMismatch),
     #[error("sandbox broke the protocol: {0}")]
-    Protocol(String),
+    Protocol(#[from] ProtocolViolation),
     #[error("sandbox reported a protocol error: {0}")]
     GuestRefused(String),
     #[error("sandbox channel failed: {0}")]
     Frame(#[from] FrameError),
     #[error("the sandbox stopped reading its channel for {secs}s")]
     Stalled { secs: u64 },
+}
+
+/// A frame from the guest that its state does not allow: the sandbox
+/// is ended with this as the error, and the bridge carries on.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProtocolViolation {
+    #[error("expected {expected}, received {received}")]
+    Unexpected {
+        expected: &'static str,
+        received: &'static str,
+    },
+    #[error("received {what} for execution {received} while execution {running} runs")]
+    WrongExecution {
+        what: &'static str,
+        received: u64,
+        running: u64,
+    },
+    #[error("received RpcRequest {0} while a request with that id is in flight")]
+    RpcIdReused(u64),
+    #[error("received {field} = {value}, which is no value of that enum")]
+    UnknownEnum { field: &'static str, value: i32 },
 }
 
 type Source = Box<dyn AsyncRead + Send + Unpin>;
@@ -165,10 +186,11 @@ impl Sandbox {
                 kind: Some(guest_message::Kind::ProtocolError(e)),
             })) => return Err(SandboxError::GuestRefused(e.message)),
             Some(Ok(other)) => {
-                return Err(SandboxError::Protocol(format!(
-                    "expected Ready as the first frame, got {}",
-                    cell::kind_name(&other)
-                )))
+                return Err(ProtocolViolation::Unexpected {
+                    expected: "Ready as the first frame",
+                    received: cell::kind_name(&other),
+                }
+                .into())
             }
         };
         codemode_proto::check_peer_version(

@@ -250,3 +250,83 @@ async fn empty_output_frames_are_not_forwarded() {
     assert!(result.stdout.is_empty());
     let _ = flood.await;
 }
+
+/// Sends `frame` as the answer to the first Execute and keeps the channel.
+async fn answer_execute_with(
+    from_host: &mut GuestReader,
+    to_host: &mut GuestWriter,
+    frame: impl FnOnce(u64) -> GuestMessage,
+) {
+    let id = next_execute(from_host).await;
+    to_host.send(frame(id)).await.expect("send");
+}
+
+/// Frames that break the protocol end the cell with a typed violation
+/// saying what was expected and what came.
+#[tokio::test]
+async fn protocol_violations_are_typed() {
+    type Forge = fn(u64) -> GuestMessage;
+    let cases: [(Forge, ProtocolViolation); 4] = [
+        (
+            |id| {
+                guest(guest_message::Kind::Output(Output {
+                    execution_id: id,
+                    stream: 7,
+                    data: b"x".to_vec(),
+                }))
+            },
+            ProtocolViolation::UnknownEnum {
+                field: "Output.stream",
+                value: 7,
+            },
+        ),
+        (
+            |id| {
+                guest(guest_message::Kind::Finished(Finished {
+                    id,
+                    status: 0,
+                    ..Finished::default()
+                }))
+            },
+            ProtocolViolation::UnknownEnum {
+                field: "Finished.status",
+                value: 0,
+            },
+        ),
+        (
+            |id| {
+                guest(guest_message::Kind::Finished(Finished {
+                    id: id + 5,
+                    status: Status::Success as i32,
+                    ..Finished::default()
+                }))
+            },
+            ProtocolViolation::WrongExecution {
+                what: "Finished",
+                received: 6,
+                running: 1,
+            },
+        ),
+        (
+            |_| guest(guest_message::Kind::Ready(Ready::default())),
+            ProtocolViolation::Unexpected {
+                expected: "Output, RpcRequest, Log or Finished during a cell",
+                received: "Ready",
+            },
+        ),
+    ];
+    for (forge, expected) in cases {
+        let (mut sb, mut from_host, mut to_host) = sandbox_with_fake_guest(64 * 1024).await;
+        let guest_side = tokio::spawn(async move {
+            answer_execute_with(&mut from_host, &mut to_host, forge).await;
+            (from_host, to_host)
+        });
+        let mut none = NoListener;
+        let req = request(Duration::from_secs(30), &mut none, CancellationToken::new());
+        match sb.run_cell(req).await {
+            Err(SandboxError::Protocol(v)) => assert_eq!(v, expected),
+            other => panic!("expected {expected:?}, got {other:?}"),
+        }
+        let _ = guest_side.await;
+    }
+}

@@ -1,0 +1,215 @@
+//! Commands of a container engine's client (podman, docker). Each one gets:
+//! - an explicit environment: what a client needs to find its engine and
+//!   storage, and none of codemode's other variables (tokens meant for
+//!   proxied servers, say);
+//! - a working directory of codemode's own, because conmon writes files
+//!   such as `oom` into it;
+//! - no stdin, its own process group, and a kill when dropped.
+//!
+//! Short commands get a timeout, so a hung engine cannot hang codemode.
+
+use std::path::{Path, PathBuf};
+use std::process::{Output, Stdio};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// How long a short engine command (`ps`, `rm`, `info`) may take.
+pub const SHORT: Duration = Duration::from_secs(30);
+
+/// Variables passed to engine clients, by exact name.
+const KEEP: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "LANG",
+    "TMPDIR",
+    "TZ",
+    "DBUS_SESSION_BUS_ADDRESS",
+    "SSH_AUTH_SOCK",
+    "REGISTRY_AUTH_FILE",
+];
+/// Variables passed to engine clients, by prefix: the XDG base
+/// directories, locale, and the engines' own settings.
+const KEEP_PREFIXES: &[&str] = &[
+    "XDG_",
+    "LC_",
+    "CONTAINER",
+    "_CONTAINERS_",
+    "PODMAN_",
+    "DOCKER_",
+    "STORAGE_",
+    "BUILDAH_",
+];
+
+/// Whether an engine client sees the variable `name`.
+pub fn passes(name: &str) -> bool {
+    KEEP.contains(&name) || KEEP_PREFIXES.iter().any(|p| name.starts_with(p))
+}
+
+/// A directory only this user can write, for engine clients to run in:
+/// `$XDG_RUNTIME_DIR/codemode`, else `<tmp>/codemode-<uid>`; `/` when
+/// neither can be made safely (conmon then writes nothing).
+pub fn work_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        // SAFETY: getuid has no preconditions and cannot fail.
+        let uid = unsafe { libc::getuid() };
+        let dir = match std::env::var_os("XDG_RUNTIME_DIR") {
+            Some(run) if !run.is_empty() => PathBuf::from(run).join("codemode"),
+            _ => std::env::temp_dir().join(format!("codemode-{uid}")),
+        };
+        if own_private_dir(&dir, uid) {
+            dir
+        } else {
+            PathBuf::from("/")
+        }
+    })
+}
+
+/// Creates `dir` 0700, or accepts it if it is already a real directory
+/// (not a link) of `uid` that no one else can write.
+fn own_private_dir(dir: &Path, uid: u32) -> bool {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    let _ = std::fs::DirBuilder::new().mode(0o700).create(dir);
+    std::fs::symlink_metadata(dir)
+        .is_ok_and(|m| m.is_dir() && m.uid() == uid && m.mode() & 0o022 == 0)
+}
+
+/// The variables of this process an engine client gets.
+fn kept_env() -> Vec<(String, std::ffi::OsString)> {
+    std::env::vars_os()
+        .filter_map(|(name, value)| {
+            let name = name.into_string().ok().filter(|n| passes(n))?;
+            Some((name, value))
+        })
+        .collect()
+}
+
+/// An engine client command (see the module docs).
+pub fn command(binary: &Path) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(binary);
+    cmd.env_clear()
+        .envs(kept_env())
+        .current_dir(work_dir())
+        .stdin(Stdio::null())
+        .process_group(0)
+        .kill_on_drop(true);
+    cmd
+}
+
+/// The same, for code that cannot await (a `Drop`, start-up probes).
+pub fn blocking_command(binary: &Path) -> std::process::Command {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = std::process::Command::new(binary);
+    cmd.env_clear()
+        .envs(kept_env())
+        .current_dir(work_dir())
+        .stdin(Stdio::null())
+        .process_group(0);
+    cmd
+}
+
+/// Runs `cmd` for its output, killing it after `limit`.
+pub async fn output(mut cmd: tokio::process::Command, limit: Duration) -> std::io::Result<Output> {
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    match tokio::time::timeout(limit, cmd.output()).await {
+        Ok(out) => out,
+        Err(_) => Err(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            format!("the engine did not answer within {}s", limit.as_secs()),
+        )),
+    }
+}
+
+/// Runs `cmd` (output discarded) and waits at most `limit`, polling, for
+/// code that must not await; the command is killed if it overruns.
+pub fn status_within(mut cmd: std::process::Command, limit: Duration) -> Option<bool> {
+    cmd.stdout(Stdio::null()).stderr(Stdio::null());
+    let mut child = cmd.spawn().ok()?;
+    let until = std::time::Instant::now() + limit;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Some(status.success()),
+            Ok(None) if std::time::Instant::now() < until => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    }
+}
+
+/// Removes container `name` without waiting for it: on the runtime when
+/// there is one, else on a thread; the `rm` is reaped either way.
+pub fn remove_detached(binary: PathBuf, global: Vec<String>, name: String) {
+    let args = move || {
+        let mut a = global.clone();
+        a.extend([
+            "rm".into(),
+            "-f".into(),
+            "-t".into(),
+            "0".into(),
+            name.clone(),
+        ]);
+        a
+    };
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) => {
+            handle.spawn(async move {
+                let mut cmd = command(&binary);
+                cmd.args(args());
+                let _ = output(cmd, SHORT).await;
+            });
+        }
+        Err(_) => {
+            let _ = std::thread::Builder::new()
+                .name("container-rm".into())
+                .spawn(move || {
+                    let mut cmd = blocking_command(&binary);
+                    cmd.args(args());
+                    status_within(cmd, SHORT);
+                });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn engine_clients_get_what_they_need_and_no_secrets() {
+        for kept in [
+            "PATH",
+            "HOME",
+            "XDG_RUNTIME_DIR",
+            "CONTAINER_HOST",
+            "CONTAINERS_CONF",
+            "DOCKER_HOST",
+            "DBUS_SESSION_BUS_ADDRESS",
+        ] {
+            assert!(passes(kept), "{kept}");
+        }
+        for dropped in [
+            "GITHUB_TOKEN",
+            "OPENAI_API_KEY",
+            "AWS_SECRET_ACCESS_KEY",
+            "MCP_BRIDGE_MEMORY",
+        ] {
+            assert!(!passes(dropped), "{dropped}");
+        }
+    }
+
+    #[test]
+    fn a_command_that_overruns_is_killed() {
+        let mut cmd = std::process::Command::new("sleep");
+        cmd.arg("5");
+        let started = std::time::Instant::now();
+        assert_eq!(status_within(cmd, Duration::from_millis(100)), None);
+        assert!(started.elapsed() < Duration::from_secs(2));
+    }
+}
