@@ -138,3 +138,64 @@ async fn garbage_input_gets_an_error_and_the_server_lives() {
         "{answer}"
     );
 }
+
+/// How codemode is told to stop while a cell runs.
+#[derive(Clone, Copy)]
+enum Stop {
+    /// The client goes away: stdin reaches EOF.
+    Eof,
+    /// The user or a supervisor sends SIGTERM, the client still connected.
+    Sigterm,
+}
+
+/// A cell spins with a long timeout when codemode is told to stop: it
+/// cancels the cell and exits promptly, instead of waiting out the cell's
+/// 120 s, and leaves no sandbox behind.
+async fn stopping_during_a_running_cell_exits_promptly(stop: Stop) {
+    let fx = Fixture::new();
+    let mut raw = Raw::start(&fx).await;
+    raw.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "run_python", "arguments": {"code": "print('spinning', flush=True)\nwhile True: pass", "timeout": 120}}}))
+        .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let Raw {
+        stdin,
+        lines,
+        _child: mut child,
+    } = raw;
+    let _kept = match stop {
+        Stop::Eof => {
+            drop(stdin);
+            drop(lines);
+            None
+        }
+        Stop::Sigterm => {
+            let pid = child.id().expect("pid").to_string();
+            let sent = std::process::Command::new("kill")
+                .args(["-TERM", &pid])
+                .status();
+            assert!(sent.is_ok_and(|s| s.success()), "SIGTERM codemode");
+            Some((stdin, lines))
+        }
+    };
+    let started = std::time::Instant::now();
+    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
+        .await
+        .expect("codemode exits without waiting for the cell's 120 s timeout")
+        .expect("wait");
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "exit took {:?} ({status:?})",
+        started.elapsed()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stdin_eof_during_a_running_cell_exits_promptly() {
+    stopping_during_a_running_cell_exits_promptly(Stop::Eof).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_during_a_running_cell_exits_promptly() {
+    stopping_during_a_running_cell_exits_promptly(Stop::Sigterm).await;
+}

@@ -38,6 +38,8 @@ const REAP_INTERVAL: Duration = Duration::from_secs(30);
 const TMPFS_BYTES: u64 = 256 * 1024 * 1024;
 /// CPU seconds a bubblewrap sandbox may burn over its whole life.
 const BWRAP_CPU_SECONDS: u64 = 3600;
+/// How long shutdown waits for one session's running cell to stop.
+const SESSION_CLOSE_WAIT: Duration = Duration::from_secs(10);
 
 #[derive(Debug, thiserror::Error)]
 pub enum BridgeError {
@@ -414,9 +416,19 @@ impl Bridge {
         let timeout = self.settings.clamp_timeout(req.timeout);
         let session = self.session(&req.session).await;
         let mut session = session.lock().await;
-        session
-            .run(self, &req.code, &servers, timeout, listener, cancel)
-            .await
+        // The cell stops for the client's cancel and for the bridge's
+        // shutdown alike, so a shutdown never waits on a running cell.
+        let cell_cancel = self.shutdown.child_token();
+        let relay = cell_cancel.clone();
+        let run = session.run(self, &req.code, &servers, timeout, listener, cell_cancel);
+        tokio::pin!(run);
+        tokio::select! {
+            out = &mut run => out,
+            _ = cancel.cancelled() => {
+                relay.cancel();
+                run.await
+            }
+        }
     }
 
     /// Closes every session, the warm pool and the proxied servers.
@@ -424,7 +436,12 @@ impl Bridge {
         self.shutdown.cancel();
         let sessions: Vec<_> = self.sessions.lock().await.drain().map(|(_, s)| s).collect();
         for s in sessions {
-            s.lock().await.close().await;
+            // A running cell was just cancelled and ends within its grace;
+            // past this bound its sandbox is killed when dropped instead.
+            match tokio::time::timeout(SESSION_CLOSE_WAIT, s.lock()).await {
+                Ok(mut session) => session.close().await,
+                Err(_) => tracing::warn!("a session did not stop in time; its sandbox is killed"),
+            }
         }
         self.warm.shutdown().await;
         runtime::remove_leftover_cgroups().await;

@@ -6,7 +6,6 @@
 
 use std::path::Path;
 
-
 use super::RuntimeError;
 
 /// Phrases in podman's error output that mean "the machine is not running".

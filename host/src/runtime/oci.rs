@@ -4,7 +4,6 @@
 
 use std::path::{Path, PathBuf};
 
-
 use super::{LaunchSpec, RuntimeError, SandboxProcess, SANDBOX_WORKDIR};
 use crate::settings::Settings;
 
