@@ -101,12 +101,13 @@ fn request<'a>(
     }
 }
 
-/// A guest that floods RPC requests and never reads the answers: the
-/// host's answers fill the pipe. The cell's deadline must still end it.
-#[tokio::test]
-async fn a_guest_that_never_reads_cannot_stall_the_deadline() {
-    let (mut sb, mut from_host, mut to_host) = sandbox_with_fake_guest(4096).await;
-    let flood = tokio::spawn(async move {
+/// A guest that answers Execute with 1000 RPC requests and then neither
+/// reads nor writes, holding the channel open.
+fn spawn_flooding_guest(
+    mut from_host: GuestReader,
+    mut to_host: GuestWriter,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
         let id = next_execute(&mut from_host).await;
         for rpc in 1..=1000u64 {
             let req = guest(guest_message::Kind::RpcRequest(RpcRequest {
@@ -120,10 +121,17 @@ async fn a_guest_that_never_reads_cannot_stall_the_deadline() {
                 break;
             }
         }
-        // Keeps the channel open and unread.
         tokio::time::sleep(Duration::from_secs(3600)).await;
         drop(from_host);
-    });
+    })
+}
+
+/// A guest that floods RPC requests and never reads the answers: the
+/// host's answers fill the pipe. The cell's deadline must still end it.
+#[tokio::test]
+async fn a_guest_that_never_reads_cannot_stall_the_deadline() {
+    let (mut sb, from_host, to_host) = sandbox_with_fake_guest(4096).await;
+    let flood = spawn_flooding_guest(from_host, to_host);
     let mut none = NoListener;
     let req = request(Duration::from_secs(1), &mut none, CancellationToken::new());
     let started = std::time::Instant::now();
@@ -147,24 +155,8 @@ async fn a_guest_that_never_reads_cannot_stall_the_deadline() {
 /// The same flood, ended by the client's cancel long before the deadline.
 #[tokio::test]
 async fn a_cancel_wins_over_a_flooding_guest() {
-    let (mut sb, mut from_host, mut to_host) = sandbox_with_fake_guest(4096).await;
-    let flood = tokio::spawn(async move {
-        let id = next_execute(&mut from_host).await;
-        for rpc in 1..=1000u64 {
-            let req = guest(guest_message::Kind::RpcRequest(RpcRequest {
-                id: rpc,
-                execution_id: id,
-                call: Some(rpc_request::Call::ListTools(ListTools {
-                    server: "any".into(),
-                })),
-            }));
-            if to_host.send(req).await.is_err() {
-                break;
-            }
-        }
-        tokio::time::sleep(Duration::from_secs(3600)).await;
-        drop(from_host);
-    });
+    let (mut sb, from_host, to_host) = sandbox_with_fake_guest(4096).await;
+    let flood = spawn_flooding_guest(from_host, to_host);
     let cancel = CancellationToken::new();
     let trigger = cancel.clone();
     tokio::spawn(async move {
