@@ -12,7 +12,7 @@ cd "$ROOT"
 log "cargo fmt --check"
 cargo fmt --all -- --check
 log "cargo clippy"
-cargo clippy --locked --workspace --all-targets -- -D warnings
+cargo clippy --locked --workspace --all-targets --features codemode-tests/system -- -D warnings
 log "cargo test"
 export CODEMODE_TEST_NODE_DIR="$NODE_DIR" CODEMODE_TEST_VENV="$VENV"
 log_file="$LOCAL/test.log"
@@ -22,14 +22,14 @@ skips=()
 # Run by an ordinary user, this pass is already the unprivileged one.
 [ "$(id -u)" = 0 ] || skips=("${UNPRIVILEGED_SKIPS[@]}")
 set +e
-cargo test --locked --workspace --release --no-fail-fast --lib --bins --tests -- --test-threads 2 "${skips[@]}" 2>&1 | tee "$log_file"
+cargo test --locked --workspace --release --no-fail-fast --lib --bins --tests --features codemode-tests/system -- --test-threads 2 "${skips[@]}" 2>&1 | tee "$log_file"
 status=${PIPESTATUS[0]}
 set -e
 if [ "$(id -u)" = 0 ]; then
   log "security suite as the unprivileged user $CI_USER"
   prepare_ci_user
   as_ci_user "$BIN/codemode" image build >&2
-  suite="$(cargo test --locked --release -p codemode-tests --test all --no-run --message-format=json 2>/dev/null |
+  suite="$(cargo test --locked --release -p codemode-tests --features system --test all --no-run --message-format=json 2>/dev/null |
     python3 -c 'import json, sys
 for line in sys.stdin:
     m = json.loads(line)

@@ -1,6 +1,6 @@
 //! codemode benchmarks, each against a baseline measured in the same run:
 //! a direct MCP `tools/call` to the same server, and a native process.
-//! Run: `cargo bench -p codemode-tests --bench bench` after scripts/test.sh
+//! Run: `cargo bench -p codemode-tests --features system --bench bench` after scripts/test.sh
 //! (it needs the release binaries, the image and the test servers).
 //! Prints a markdown table with the date and machine.
 #![allow(
