@@ -215,3 +215,33 @@ async fn an_unusable_runtime_is_refused_never_bypassed() {
         assert!(stderr.contains(expected), "{flags:?}: {stderr}");
     }
 }
+
+/// Config text and a server's own stderr reach the terminal escaped:
+/// `codemode servers` and `doctor` print no raw control characters, so a
+/// config or a server cannot retitle the terminal or rewrite its lines.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn servers_and_doctor_escape_what_configs_and_servers_print() {
+    let fx = Fixture::with_servers(serde_json::json!({
+        "loud": {
+            "command": "sh",
+            "args": ["-c", "printf '\\033]0;pwned\\007 bad start\\n' >&2; exit 1"],
+            "description": "\u{1b}[2J\u{1b}]0;retitled\u{7} looks harmless"
+        }
+    }));
+    for args in [&["servers", "--tools"][..], &["doctor"][..]] {
+        let out = fx
+            .command("bubblewrap", args)
+            .output()
+            .await
+            .expect("codemode");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("looks harmless") || text.contains("bad start"),
+            "the line is there: {text}"
+        );
+        assert!(
+            !out.stdout.iter().any(|b| *b == 0x1b || *b == 0x07),
+            "raw control characters in {args:?} output: {text:?}"
+        );
+    }
+}

@@ -8,9 +8,12 @@ use std::sync::Arc;
 use crate::bridge::{Bridge, RunRequest, RunStatus};
 use crate::settings::Settings;
 
+/// One line; its text can hold a server's stderr or a config's names, so
+/// it goes to the terminal escaped.
 fn report(ok: bool, what: &str, detail: &str) {
     let mark = if ok { "ok  " } else { "FAIL" };
-    println!("[{mark}] {what}: {detail}");
+    let line = format!("[{mark}] {what}: {detail}");
+    println!("{}", super::human::printable(&line));
 }
 
 pub async fn run(settings: &Settings) -> ExitCode {

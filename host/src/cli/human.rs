@@ -75,7 +75,7 @@ pub async fn servers(settings: &Settings, with_tools: bool) -> ExitCode {
     let ctx = settings.discovery_context();
     let found = crate::config::discover(&ctx);
     for p in &found.problems {
-        eprintln!("warning: {p}");
+        eprintln!("warning: {}", printable(&p.to_string()));
     }
     if found.servers.is_empty() && found.untrusted.is_empty() {
         println!("no MCP servers found; add one with --config FILE or see `codemode --help`");
@@ -87,23 +87,27 @@ pub async fn servers(settings: &Settings, with_tools: bool) -> ExitCode {
     );
     let mut failed = false;
     for (name, cfg) in &found.servers {
+        // Names, descriptions and a server's own error text come from
+        // config files and programs: each field goes out escaped, between
+        // the tabs that separate them.
         let mut line = format!(
-            "{name}\t{}\t{} ({})",
-            pool.alias(name),
-            cfg.source.display(),
-            cfg.source_name
+            "{}\t{}\t{} ({})",
+            printable(name),
+            printable(&pool.alias(name)),
+            printable_path(&cfg.source),
+            printable(&cfg.source_name)
         );
         if with_tools {
             match pool.tools(name).await {
                 Ok(tools) => line.push_str(&format!("\t{} tools", tools.len())),
                 Err(e) => {
                     failed = true;
-                    line.push_str(&format!("\tERROR: {e}"));
+                    line.push_str(&format!("\tERROR: {}", printable(&e.to_string())));
                 }
             }
         }
         if !cfg.description.is_empty() {
-            line.push_str(&format!("\t{}", cfg.description));
+            line.push_str(&format!("\t{}", printable(&cfg.description)));
         }
         println!("{line}");
     }
