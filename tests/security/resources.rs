@@ -62,28 +62,29 @@ fn live_sleepers(mark: &str) -> Vec<i32> {
         .collect()
 }
 
-/// Waits (bounded) until `n` processes named `mark` run: a forked child
-/// names itself a moment after its cell may have finished.
-async fn wait_for_sleepers(mark: &str, n: usize) -> usize {
-    let until = Instant::now() + Duration::from_secs(10);
+/// Polls (every 50 ms, for at most `within`) the live processes named
+/// `mark` until `done` holds of them; returns the last poll.
+async fn poll_sleepers(mark: &str, within: Duration, done: impl Fn(&[i32]) -> bool) -> Vec<i32> {
+    let until = Instant::now() + within;
     loop {
-        let live = live_sleepers(mark).len();
-        if live >= n || Instant::now() >= until {
+        let live = live_sleepers(mark);
+        if done(&live) || Instant::now() >= until {
             return live;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 
+/// How many of `n` processes named `mark` run, waiting for them: a forked
+/// child names itself a moment after its cell may have finished.
+async fn wait_for_sleepers(mark: &str, n: usize) -> usize {
+    poll_sleepers(mark, Duration::from_secs(10), |live| live.len() >= n)
+        .await
+        .len()
+}
+
 async fn wait_until_gone(mark: &str, within: Duration) -> Vec<i32> {
-    let until = Instant::now() + within;
-    loop {
-        let left = live_sleepers(mark);
-        if left.is_empty() || Instant::now() >= until {
-            return left;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    poll_sleepers(mark, within, <[i32]>::is_empty).await
 }
 
 fn forked(stdout: &str) -> usize {

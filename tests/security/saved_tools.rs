@@ -26,6 +26,16 @@ async fn run_in(c: &Client, session: &str, code: &str) -> Run {
         .await
 }
 
+/// Runs `codemode tools ARGS` against the fixture.
+async fn tools_cli(fx: &Fixture, runtime: &str, args: &[&str]) -> std::process::Output {
+    let mut all = vec!["tools"];
+    all.extend_from_slice(args);
+    fx.command(runtime, &all)
+        .output()
+        .await
+        .expect("run codemode tools")
+}
+
 /// Every file below `dir`, recursively.
 fn files_below(dir: &Path) -> Vec<std::path::PathBuf> {
     let mut out = Vec::new();
@@ -78,21 +88,13 @@ async fn planted_symlink_in_tools_dir_is_not_followed(runtime: &str) {
     assert_eq!(r.stdout(), "[]\nrefused x\nrefused fifo\n", "{r:?}");
     c.close().await;
 
-    let list = fx
-        .command(runtime, &["tools", "list"])
-        .output()
-        .await
-        .expect("codemode tools list");
+    let list = tools_cli(&fx, runtime, &["list"]).await;
     assert!(list.status.success(), "{list:?}");
     assert!(
         String::from_utf8_lossy(&list.stdout).contains("no saved tools"),
         "{list:?}"
     );
-    let show = fx
-        .command(runtime, &["tools", "show", "x"])
-        .output()
-        .await
-        .expect("codemode tools show");
+    let show = tools_cli(&fx, runtime, &["show", "x"]).await;
     assert!(!show.status.success(), "{show:?}");
     assert!(!String::from_utf8_lossy(&show.stdout).contains("root only"));
 
@@ -244,11 +246,7 @@ for d in ("/tmp", "/workspace", os.getcwd(), os.path.expanduser("~"), "/tools"):
                  try:\n    print(save_tool(helper))\nexcept runtime.MCPError as e:\n    print(e.kind)";
     let r = run_in(&c, "a", again).await;
     assert_eq!(r.stdout(), "not_allowed\n", "{r:?}");
-    let rm = fx
-        .command(runtime, &["tools", "remove", "helper"])
-        .output()
-        .await
-        .expect("codemode tools remove");
+    let rm = tools_cli(&fx, runtime, &["remove", "helper"]).await;
     assert!(rm.status.success(), "{rm:?}");
     let r = run_in(&c, "a", again).await;
     assert!(r.stdout().contains("'helper' saved"), "{r:?}");
@@ -278,11 +276,7 @@ async fn codemode_tools_escapes_control_characters(runtime: &str) {
     std::fs::write(tools.join("crlf.py"), "def crlf():\r\n    return 1\r\n").expect("plant");
     std::fs::write(tools.join("evil\u{1b}[31m.py"), "def x():\n    pass\n").expect("plant");
 
-    let show = fx
-        .command(runtime, &["tools", "show", "shout"])
-        .output()
-        .await
-        .expect("codemode tools show");
+    let show = tools_cli(&fx, runtime, &["show", "shout"]).await;
     assert!(show.status.success(), "{show:?}");
     assert_inert("show stdout", &show.stdout);
     assert_inert("show stderr", &show.stderr);
@@ -290,22 +284,14 @@ async fn codemode_tools_escapes_control_characters(runtime: &str) {
     assert!(shown.contains("# \\x1b]0;pwned\\x07"), "{shown}");
     assert!(shown.contains("\\x9b0m \\u{202e}txt"), "{shown}");
 
-    let show = fx
-        .command(runtime, &["tools", "show", "crlf"])
-        .output()
-        .await
-        .expect("codemode tools show");
+    let show = tools_cli(&fx, runtime, &["show", "crlf"]).await;
     assert_inert("show stdout", &show.stdout);
     assert_eq!(
         String::from_utf8_lossy(&show.stdout),
         "def crlf():\\r\n    return 1\\r\n"
     );
 
-    let list = fx
-        .command(runtime, &["tools", "list"])
-        .output()
-        .await
-        .expect("codemode tools list");
+    let list = tools_cli(&fx, runtime, &["list"]).await;
     assert!(list.status.success(), "{list:?}");
     assert_inert("list stdout", &list.stdout);
     assert_inert("list stderr", &list.stderr);
@@ -319,11 +305,7 @@ async fn codemode_tools_escapes_control_characters(runtime: &str) {
         "{list:?}"
     );
 
-    let rm = fx
-        .command(runtime, &["tools", "remove", "evil\u{1b}[31m"])
-        .output()
-        .await
-        .expect("codemode tools remove");
+    let rm = tools_cli(&fx, runtime, &["remove", "evil\u{1b}[31m"]).await;
     assert!(!rm.status.success(), "not a tool name: {rm:?}");
     assert_inert("remove stderr", &rm.stderr);
 }

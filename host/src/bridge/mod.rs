@@ -69,6 +69,15 @@ pub enum RunStatus {
 }
 
 impl RunStatus {
+    /// Every status, in the order the output schema lists them.
+    pub const ALL: [RunStatus; 5] = [
+        RunStatus::Success,
+        RunStatus::Error,
+        RunStatus::Timeout,
+        RunStatus::Cancelled,
+        RunStatus::ValidationError,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             RunStatus::Success => "success",

@@ -4,15 +4,15 @@
 
 use std::collections::BTreeSet;
 
-/// Python's hard keywords that a lowercased name can be (`keyword.kwlist`
-/// less `False`, `None`, `True`): the guest's `_state.sanitize` and
-/// `is_alias` use `keyword.iskeyword`, the reference bridge's rule, and must
-/// agree. Soft keywords (`match`, `case`, `type`, `_`) are valid names and
-/// attributes, so they stay as they are.
-const PY_KEYWORDS: &[&str] = &[
-    "and", "as", "assert", "async", "await", "break", "class", "continue", "def", "del", "elif",
-    "else", "except", "finally", "for", "from", "global", "if", "import", "in", "is", "lambda",
-    "nonlocal", "not", "or", "pass", "raise", "return", "try", "while", "with", "yield",
+/// Python's hard keywords (`keyword.kwlist`, as the guest's `keyword.iskeyword`
+/// and the reference bridge use): not usable as a name. Soft keywords
+/// (`match`, `case`, `type`, `_`) are valid names and attributes, so
+/// aliases keep them as they are.
+pub(crate) const PY_KEYWORDS: &[&str] = &[
+    "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue",
+    "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if", "import",
+    "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try", "while",
+    "with", "yield",
 ];
 
 /// The identifier for one name, before collision numbering.

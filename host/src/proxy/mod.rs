@@ -2,7 +2,7 @@
 //! restarted after a crash, all shut down with the bridge. Also turns each
 //! server's tool list into the metadata the guest installs as modules.
 
-mod alias;
+pub(crate) mod alias;
 mod client;
 mod docs;
 

@@ -88,17 +88,12 @@ fn kept_env() -> Vec<(String, std::ffi::OsString)> {
 
 /// An engine client command (see the module docs).
 pub fn command(binary: &Path) -> tokio::process::Command {
-    let mut cmd = tokio::process::Command::new(binary);
-    cmd.env_clear()
-        .envs(kept_env())
-        .current_dir(work_dir())
-        .stdin(Stdio::null())
-        .process_group(0)
-        .kill_on_drop(true);
+    let mut cmd = tokio::process::Command::from(blocking_command(binary));
+    cmd.kill_on_drop(true);
     cmd
 }
 
-/// The same, for code that cannot await (a `Drop`, start-up probes).
+/// The same, for code that cannot await (start-up probes, a thread).
 pub fn blocking_command(binary: &Path) -> std::process::Command {
     use std::os::unix::process::CommandExt;
     let mut cmd = std::process::Command::new(binary);
@@ -108,6 +103,20 @@ pub fn blocking_command(binary: &Path) -> std::process::Command {
         .stdin(Stdio::null())
         .process_group(0);
     cmd
+}
+
+/// `rm -f -t 0 NAME` after the engine's global flags.
+fn remove_args(global: &[String], name: &str) -> Vec<String> {
+    let mut args = global.to_vec();
+    args.extend(["rm", "-f", "-t", "0", name].map(String::from));
+    args
+}
+
+/// Removes container `name`, waiting at most [`SHORT`]; whether it worked.
+pub async fn remove(binary: &Path, global: &[String], name: &str) -> bool {
+    let mut cmd = command(binary);
+    cmd.args(remove_args(global, name));
+    output(cmd, SHORT).await.is_ok_and(|o| o.status.success())
 }
 
 /// Runs `cmd` for its output, killing it after `limit`.
@@ -145,32 +154,17 @@ pub fn status_within(mut cmd: std::process::Command, limit: Duration) -> Option<
 
 /// Removes container `name` without waiting for it: on the runtime when
 /// there is one, else on a thread; the `rm` is reaped either way.
-pub fn remove_detached(binary: PathBuf, global: Vec<String>, name: String) {
-    let args = move || {
-        let mut a = global.clone();
-        a.extend([
-            "rm".into(),
-            "-f".into(),
-            "-t".into(),
-            "0".into(),
-            name.clone(),
-        ]);
-        a
-    };
+pub fn remove_detached(binary: PathBuf, name: String) {
     match tokio::runtime::Handle::try_current() {
         Ok(handle) => {
-            handle.spawn(async move {
-                let mut cmd = command(&binary);
-                cmd.args(args());
-                let _ = output(cmd, SHORT).await;
-            });
+            handle.spawn(async move { remove(&binary, &[], &name).await });
         }
         Err(_) => {
             let _ = std::thread::Builder::new()
                 .name("container-rm".into())
                 .spawn(move || {
                     let mut cmd = blocking_command(&binary);
-                    cmd.args(args());
+                    cmd.args(remove_args(&[], &name));
                     status_within(cmd, SHORT);
                 });
         }

@@ -244,11 +244,7 @@ pub async fn sweep_stale_containers(backend: &OciBackend) -> usize {
         if alive {
             continue;
         }
-        let mut rm = super::client::command(&backend.binary);
-        rm.args(backend.global_args())
-            .args(["rm", "-f", "-t", "0", name]);
-        let status = super::client::output(rm, super::client::SHORT).await;
-        if status.map(|s| s.status.success()).unwrap_or(false) {
+        if super::client::remove(&backend.binary, &backend.global_args(), name).await {
             tracing::info!(
                 container = name,
                 owner_pid = pid,

@@ -115,9 +115,7 @@ impl SandboxProcess {
             cg.remove().await;
         }
         if let Some((engine, name)) = self.container.take() {
-            let mut rm = super::client::command(&engine);
-            rm.args(["rm", "-f", "-t", "0", &name]);
-            let _ = super::client::output(rm, super::client::SHORT).await;
+            super::client::remove(&engine, &[], &name).await;
         }
     }
 
@@ -145,7 +143,7 @@ impl Drop for SandboxProcess {
             // Killing the podman client does not stop the container under
             // conmon, so remove it explicitly; detached, as Drop cannot
             // wait, but reaped.
-            super::client::remove_detached(engine, Vec::new(), name);
+            super::client::remove_detached(engine, name);
         }
     }
 }

@@ -14,14 +14,6 @@ pub const MAX_TOOLS: usize = 100;
 /// Largest total size of all saved tools, in bytes.
 pub const MAX_TOTAL_BYTES: u64 = 1024 * 1024;
 
-/// Python 3.11's hard keywords: not usable as a function name.
-const KEYWORDS: &[&str] = &[
-    "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue",
-    "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if", "import",
-    "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try", "while",
-    "with", "yield",
-];
-
 /// A name cells may save under: an ASCII Python identifier, not a keyword,
 /// not a dunder (those are the `mcp.saved` module's own attributes).
 pub fn check_name(name: &str) -> Result<(), SavedError> {
@@ -43,7 +35,7 @@ pub fn check_name(name: &str) -> Result<(), SavedError> {
     if first.is_ascii_digit() {
         return bad("it starts with a digit");
     }
-    if KEYWORDS.contains(&name) {
+    if crate::proxy::alias::PY_KEYWORDS.contains(&name) {
         return bad("it is a Python keyword");
     }
     if name.len() > 4 && name.starts_with("__") && name.ends_with("__") {

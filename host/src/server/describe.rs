@@ -10,6 +10,7 @@ use std::sync::Arc;
 use rmcp::model::{Implementation, Tool, ToolAnnotations};
 use serde_json::{json, Map, Value};
 
+use crate::bridge::RunStatus;
 use crate::config::ServerConfig;
 
 pub const TOOL_NAME: &str = "run_python";
@@ -103,15 +104,6 @@ fn object(value: Value) -> Arc<Map<String, Value>> {
     })
 }
 
-/// The statuses a result can have, as `structuredContent.status` says them.
-pub const STATUSES: [&str; 5] = [
-    "success",
-    "error",
-    "timeout",
-    "cancelled",
-    "validation_error",
-];
-
 /// The JSON Schema of `run_python`'s `structuredContent`.
 pub fn output_schema() -> Value {
     let text = |d: &str| json!({"type": "string", "description": d});
@@ -120,7 +112,7 @@ pub fn output_schema() -> Value {
     json!({
         "type": "object",
         "properties": {
-            "status": {"type": "string", "enum": STATUSES},
+            "status": {"type": "string", "enum": RunStatus::ALL.map(RunStatus::as_str)},
             "stdout": text("What the cell printed (head and tail kept beyond the output cap)."),
             "stderr": text("What the cell wrote to stderr."),
             "error": text("The exception, timeout or validation message."),

@@ -24,7 +24,7 @@ pub const MANUAL: &str = include_str!("manual.md");
 pub const MANUAL_URI: &str = "resource://codemode/manual";
 
 mod describe;
-pub use describe::{output_schema, server_info, tool_definition, STATUSES, TOOL_NAME};
+pub use describe::{output_schema, server_info, tool_definition, TOOL_NAME};
 static CONNECTIONS: AtomicU64 = AtomicU64::new(1);
 
 /// One client connection.
@@ -139,7 +139,7 @@ impl OutputListener for ProgressListener {
         if self.budget == 0 || data.is_empty() {
             return;
         }
-        if self.chunks_left == 0 {
+        if self.chunks_left == 0 || data.len() > self.budget {
             self.budget = 0;
             let _ = self
                 .tx
@@ -147,13 +147,6 @@ impl OutputListener for ProgressListener {
             return;
         }
         self.chunks_left -= 1;
-        if data.len() > self.budget {
-            self.budget = 0;
-            let _ = self
-                .tx
-                .send("[... further output is in the result ...]".into());
-            return;
-        }
         self.budget -= data.len();
         let text = String::from_utf8_lossy(data);
         let msg = if stream == Stream::Stderr {
