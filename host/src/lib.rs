@@ -8,18 +8,29 @@
 //! keeps the proxied MCP servers; [`config`] finds their definitions;
 //! [`image`] builds sandbox images; [`render`] shapes results; [`saved`]
 //! keeps the tools cells save; [`terminal`] makes foreign text safe to print.
+//!
+//! The host runs on Linux only: its sandboxes are Linux namespaces
+//! (bubblewrap, or podman/docker on the same kernel), and it uses Linux
+//! interfaces throughout (prctl, cgroups, seccomp, `/proc`). A macOS or
+//! Windows user runs it inside a Linux VM or container.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
-pub mod bridge;
+#[cfg(not(target_os = "linux"))]
+compile_error!(
+    "codemode's host runs on Linux only (its sandboxes are Linux namespaces); \
+     on macOS or Windows, run it inside a Linux VM"
+);
+
+pub(crate) mod bridge;
+pub(crate) mod child;
 pub mod cli;
-pub mod config;
-pub mod image;
-pub mod procgroup;
-pub mod proxy;
-pub mod render;
-pub mod runtime;
-pub mod sandbox;
-pub mod saved;
-pub mod server;
-pub mod settings;
-pub mod terminal;
+pub(crate) mod config;
+pub(crate) mod image;
+pub(crate) mod proxy;
+pub(crate) mod render;
+pub(crate) mod runtime;
+pub(crate) mod sandbox;
+pub(crate) mod saved;
+pub(crate) mod server;
+pub(crate) mod settings;
+pub(crate) mod terminal;

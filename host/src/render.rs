@@ -139,7 +139,7 @@ mod tests {
     /// (the system tests validate real results with real validators).
     #[test]
     fn structured_content_fits_the_output_schema() {
-        let schema = crate::server::output_schema();
+        let schema = crate::server::describe::output_schema();
         let props = schema["properties"].as_object().expect("properties");
         for status in RunStatus::ALL {
             let mut o = outcome(status);

@@ -24,7 +24,7 @@ pub use warm::WarmPool;
 
 use crate::config::Discovery;
 use crate::proxy::ServerPool;
-use crate::runtime::{self, parse_mount, BackendChoice, LaunchSpec, Limits, MountGuard};
+use crate::runtime::{self, parse_mount, LaunchSpec, Limits, MountGuard};
 use crate::sandbox::OutputListener;
 use crate::saved::{SavedError, SavedTools, Store};
 use crate::settings::Settings;
@@ -130,7 +130,6 @@ impl RunOutcome {
 
 pub struct Bridge {
     pub settings: Settings,
-    pub choice: BackendChoice,
     pub pool: Arc<ServerPool>,
     pub discovery: Discovery,
     pub policy: Policy,
@@ -139,8 +138,6 @@ pub struct Bridge {
     audit: Option<Arc<AuditLog>>,
     saved: Arc<SavedTools>,
     shutdown: CancellationToken,
-    /// The podman machine this bridge started (stopped again at exit).
-    started_machine: Option<PathBuf>,
 }
 
 /// The limits every sandbox of these settings gets.
@@ -164,7 +161,7 @@ impl Bridge {
         for problem in &discovery.problems {
             tracing::warn!("config: {problem}");
         }
-        let mut choice = runtime::select_backend(&settings)?;
+        let mut choice = runtime::select_backend(&settings).await?;
         tracing::info!(
             runtime = choice.backend.name(),
             "sandbox runtime: {}",
@@ -230,13 +227,7 @@ impl Bridge {
             name: String::new(),
         };
 
-        let mut started_machine = None;
         if let runtime::Backend::Oci(oci) = &choice.backend {
-            if oci.engine == runtime::OciEngine::Podman
-                && runtime::machine::ensure_ready(&oci.binary).await?
-            {
-                started_machine = Some(oci.binary.clone());
-            }
             let removed = runtime::sweep_stale_containers(oci).await;
             if removed > 0 {
                 tracing::info!("removed {removed} containers left by earlier bridges");
@@ -278,7 +269,6 @@ impl Bridge {
         let bridge = Arc::new(Self {
             policy,
             settings,
-            choice,
             pool,
             discovery,
             warm,
@@ -286,7 +276,6 @@ impl Bridge {
             audit,
             saved,
             shutdown: CancellationToken::new(),
-            started_machine,
         });
         bridge.spawn_reaper();
         Ok(bridge)
@@ -455,9 +444,6 @@ impl Bridge {
         self.warm.shutdown().await;
         runtime::remove_leftover_cgroups().await;
         self.pool.shutdown_all().await;
-        if let Some(podman) = &self.started_machine {
-            runtime::machine::stop(podman).await;
-        }
     }
 
     pub(crate) fn audit(&self) -> Option<Arc<AuditLog>> {

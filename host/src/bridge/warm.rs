@@ -36,10 +36,6 @@ impl WarmPool {
         })
     }
 
-    pub fn backend(&self) -> &Backend {
-        &self.backend
-    }
-
     fn next_spec(&self) -> LaunchSpec {
         let n = self.counter.fetch_add(1, Ordering::SeqCst);
         let mut spec = self.spec.clone();
@@ -104,10 +100,6 @@ impl WarmPool {
     }
 
     /// Sandboxes ready right now.
-    pub async fn ready_count(&self) -> usize {
-        self.ready.lock().await.len()
-    }
-
     pub async fn shutdown(&self) {
         self.closed.store(true, Ordering::SeqCst);
         // A refill in flight sees `closed` once its start completes and

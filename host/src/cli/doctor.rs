@@ -18,7 +18,7 @@ fn report(ok: bool, what: &str, detail: &str) {
 
 pub async fn run(settings: &Settings) -> ExitCode {
     let mut healthy = true;
-    let choice = match crate::runtime::select_backend(settings) {
+    let choice = match crate::runtime::select_backend(settings).await {
         Ok(c) => {
             report(
                 true,

@@ -152,7 +152,7 @@ pub async fn image_build(
     tag: Option<String>,
     force: bool,
 ) -> ExitCode {
-    let engine = match crate::runtime::select_backend(settings) {
+    let engine = match crate::runtime::select_backend(settings).await {
         Ok(choice) => match choice.backend {
             crate::runtime::Backend::Oci(oci) => oci.binary,
             crate::runtime::Backend::Bubblewrap(_) => return fail(

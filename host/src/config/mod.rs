@@ -106,13 +106,12 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
 
-pub use discover::{config_locations, discover, project_files, ConfigLocations};
-pub use error::{ConfigError, ConfigErrorKind, EntryError};
-pub use parse::{
-    load_file, load_file_report, load_file_report_as_written, FileReport, InvalidEntry,
-};
+pub use discover::{config_locations, discover, project_files};
+#[cfg(test)]
+pub(crate) use parse::load_file_report;
+pub use parse::load_file_report_as_written;
 pub use self_ref::is_self_server;
-pub use trust::{create_private_dir, shell_quote, TrustError, TrustStatus, TrustStore, TRUST_FILE};
+pub use trust::{create_private_dir, shell_quote, TrustStatus, TrustStore, TRUST_FILE};
 
 /// Variable that keeps configs launching codemode itself (the reference
 /// bridge's name, kept for compatibility): `1`, `true` or `yes`.

@@ -3,7 +3,7 @@
 //! into [`ServerConfig`]s, invalid entries and skipped ones.
 
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::{Map, Value};
 
@@ -44,7 +44,9 @@ const LABEL: &str = "config file";
 /// Servers of one file in any supported format. An entry with a bad shape
 /// fails the whole call (use [`load_file_report`] to keep the rest).
 /// No self-reference policy is applied: see [`super::is_self_server`].
-pub fn load_file(path: &Path) -> Result<Vec<ServerConfig>, ConfigError> {
+/// Discovery reads files through [`extract`]; this is the tests' way in.
+#[cfg(test)]
+pub(crate) fn load_file(path: &Path) -> Result<Vec<ServerConfig>, ConfigError> {
     let report = load_file_report(path)?;
     if let Some(bad) = report.invalid.into_iter().next() {
         let kind = ConfigErrorKind::Entry {
@@ -58,8 +60,9 @@ pub fn load_file(path: &Path) -> Result<Vec<ServerConfig>, ConfigError> {
 
 /// Everything one file defines, invalid entries listed beside the good ones.
 /// A file without any server table is an error here.
-pub fn load_file_report(path: &Path) -> Result<FileReport, ConfigError> {
-    let home = std::env::var_os("HOME").map(PathBuf::from);
+#[cfg(test)]
+pub(crate) fn load_file_report(path: &Path) -> Result<FileReport, ConfigError> {
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
     let host_env = |name: &str| std::env::var(name).ok();
     let value = read_document(path)?;
     let expander = Expander::for_file(path, home, &host_env);

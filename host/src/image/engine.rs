@@ -10,6 +10,7 @@ use tokio::process::Command;
 use super::error::ImageError;
 use super::stage::stage;
 use super::{image_tag, BuildOptions, BuiltImage};
+use crate::runtime::client;
 
 /// Engine output lines kept for the error message when a build fails.
 const KEPT_LINES: usize = 40;
@@ -41,7 +42,7 @@ pub async fn build(opts: &BuildOptions, progress: &dyn Fn(&str)) -> Result<Built
     let engine = opts.engine.display().to_string();
     progress(&format!("{engine} build -t {tag}"));
     let containerfile = scratch.path().join("Containerfile");
-    let mut command = Command::new(&opts.engine);
+    let mut command = engine_command(&opts.engine);
     // The engines' COPY cache keys ignore mtimes, so a cached layer could
     // carry stale source mtimes that invalidate every __pycache__ entry.
     command
@@ -95,15 +96,17 @@ fn guest_fingerprint(guest: &Path, variant: &str) -> Result<String, ImageError> 
 
 /// Whether the engine has an image called `tag` locally.
 pub async fn image_exists(engine: &Path, tag: &str) -> bool {
-    Command::new(engine)
-        .args(["image", "inspect", tag])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .status()
+    let mut cmd = engine_command(engine);
+    cmd.args(["image", "inspect", tag]);
+    client::output(cmd, client::SHORT)
         .await
-        .is_ok_and(|status| status.success())
+        .is_ok_and(|out| out.status.success())
+}
+
+/// An engine command with the environment and working directory every
+/// engine client gets (see [`client`]).
+fn engine_command(engine: &Path) -> Command {
+    client::command(engine)
 }
 
 /// The image's size in bytes as the engine reports it.
@@ -121,11 +124,9 @@ pub async fn image_size(engine: &Path, tag: &str) -> Result<u64, ImageError> {
 /// `<engine> image inspect --format FORMAT TAG`: the command shown in errors and its stdout.
 async fn inspect(engine: &Path, tag: &str, format: &str) -> Result<(String, String), ImageError> {
     let shown = format!("{} image inspect --format {format} {tag}", engine.display());
-    let output = Command::new(engine)
-        .args(["image", "inspect", "--format", format, tag])
-        .stdin(Stdio::null())
-        .kill_on_drop(true)
-        .output()
+    let mut cmd = engine_command(engine);
+    cmd.args(["image", "inspect", "--format", format, tag]);
+    let output = client::output(cmd, client::SHORT)
         .await
         .map_err(|source| ImageError::Spawn {
             command: shown.clone(),
@@ -158,15 +159,11 @@ async fn remove_replaced(
     if current.as_deref() == Some(previous.as_str()) {
         return;
     }
-    let removed = Command::new(engine)
-        .args(["image", "rm", &previous])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .status()
+    let mut cmd = engine_command(engine);
+    cmd.args(["image", "rm", &previous]);
+    let removed = client::output(cmd, client::SHORT)
         .await
-        .is_ok_and(|status| status.success());
+        .is_ok_and(|out| out.status.success());
     if removed {
         progress(&format!("removed the previous {tag} image ({previous})"));
     }
@@ -183,10 +180,13 @@ async fn run_streaming(
         command: shown.to_string(),
         source,
     };
+    // A build runs for minutes from the CLI only, streaming its output:
+    // its own group and a kill on drop, no timeout.
     let mut child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
+        .process_group(0)
         .kill_on_drop(true)
         .spawn()
         .map_err(spawn_error)?;

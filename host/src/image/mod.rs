@@ -17,12 +17,7 @@ mod stage;
 
 use std::path::PathBuf;
 
-pub use datascience::{
-    missing_packages as missing_datascience_packages, PACKAGES as DATASCIENCE_PACKAGES,
-};
-pub use engine::{build, image_exists, image_size};
-pub use error::ImageError;
-pub use stage::{stage, GUEST_PATH, STDLIB};
+pub use engine::{build, image_exists};
 
 /// Image repository of the default variant; variants append `-<name>`.
 pub const REPOSITORY: &str = "localhost/codemode-sandbox";

@@ -6,6 +6,8 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Component, Path, PathBuf};
 
+use super::error::ImageError;
+use super::stage::{stage, GUEST_PATH};
 use super::*;
 
 const STAND_IN_GUEST: &str = "/usr/bin/python3.11";

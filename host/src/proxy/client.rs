@@ -1,23 +1,18 @@
-//! One proxied MCP server: an rmcp client over the child's stdio, the child
-//! in its own process group with an explicit environment, its stderr in the
-//! log tagged with the server's name, its tool list cached until the
+//! One proxied MCP server: an rmcp client over the stdio of a supervised
+//! child ([`crate::child`]) with an explicit environment, its tool list cached until the
 //! server says it changed.
 
-use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{CallToolRequestParams, CallToolResult, ClientConfig, Implementation, Tool};
 use rmcp::service::{NotificationContext, RunningService};
-use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::Command;
 use tokio::sync::Mutex;
 
+use crate::child::{inherited, Child, StderrLevel};
 use crate::config::ServerConfig;
-use crate::procgroup::{signal_group, wait_group_gone};
 
 /// How long a server may take to start and answer `initialize`: npx may
 /// download a package first, so this is generous.
@@ -25,6 +20,8 @@ const START_TIMEOUT: Duration = Duration::from_secs(60);
 /// After closing its stdin, how long a server gets to exit on its own
 /// before SIGTERM, then SIGKILL (server-everything takes ~0.4 s).
 const EXIT_GRACE: Duration = Duration::from_secs(2);
+/// How long a start-up error waits for the server's last stderr lines.
+const STDERR_WAIT: Duration = Duration::from_millis(500);
 
 /// Variables passed through from codemode's own environment; everything
 /// else a server needs must be in its config's `env`.
@@ -77,88 +74,62 @@ pub struct ProxiedServer {
     peer: rmcp::Peer<RoleClient>,
     tools: Mutex<Option<Arc<Vec<Tool>>>>,
     tools_changed: Arc<AtomicBool>,
-    pgid: Option<i32>,
+    /// The server process; taken by `shutdown`, killed when dropped.
+    child: Mutex<Option<Child>>,
     closed: AtomicBool,
 }
 
 impl ProxiedServer {
     pub async fn start(cfg: &ServerConfig) -> Result<Self, ProxyError> {
-        let mut cmd = Command::new(&cfg.command);
+        let mut env = inherited(BASE_ENV);
+        env.extend(cfg.env.iter().map(|(k, v)| (k.into(), v.into())));
+        let mut cmd = crate::child::command(&cfg.command, env);
         cmd.args(&cfg.args);
-        cmd.env_clear();
-        for key in BASE_ENV {
-            if let Some(v) = std::env::var_os(key) {
-                cmd.env(key, v);
-            }
-        }
-        cmd.envs(&cfg.env);
         if let Some(cwd) = &cfg.cwd {
             cmd.current_dir(cwd);
         }
-        cmd.process_group(0).kill_on_drop(true);
         let start_err = |message: String| ProxyError::Start {
             server: cfg.name.clone(),
             message,
         };
-        let (transport, stderr) = TokioChildProcess::builder(cmd)
-            .stderr(Stdio::piped())
-            .spawn()
+        let label = format!("server {}", cfg.name);
+        let mut child = Child::spawn(cmd, label, StderrLevel::Info, libc::SIGKILL)
             .map_err(|e| start_err(format!("cannot run {:?}: {e}", cfg.command)))?;
-        let pgid = transport.id().and_then(|id| i32::try_from(id).ok());
-        let recent_stderr = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
-        if let Some(stderr) = stderr {
-            let tag = cfg.name.clone();
-            let recent = recent_stderr.clone();
-            tokio::spawn(async move {
-                let mut lines = BufReader::new(stderr).lines();
-                while let Ok(Some(line)) = lines.next_line().await {
-                    tracing::info!(server = %tag, "{line}");
-                    if let Ok(mut r) = recent.lock() {
-                        if r.len() >= 20 {
-                            r.remove(0);
-                        }
-                        r.push(line);
-                    }
-                }
-            });
-        }
+        let (Some(stdout), Some(stdin)) = (child.take_stdout(), child.take_stdin()) else {
+            return Err(start_err("its stdio could not be piped".into()));
+        };
         let tools_changed = Arc::new(AtomicBool::new(false));
         let listener = Listener {
             tools_changed: tools_changed.clone(),
         };
-        let service = match tokio::time::timeout(START_TIMEOUT, listener.serve(transport)).await {
-            Ok(Ok(s)) => s,
-            Ok(Err(e)) => {
-                kill_group(pgid);
-                // Give the stderr forwarder a moment to collect the reason.
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                let tail = recent_stderr
-                    .lock()
-                    .map(|r| r.join("\n"))
-                    .unwrap_or_default();
-                let detail = if tail.is_empty() {
-                    String::new()
-                } else {
-                    format!("; its stderr:\n{tail}")
-                };
-                return Err(start_err(format!("initialize failed: {e}{detail}")));
-            }
-            Err(_) => {
-                kill_group(pgid);
-                return Err(ProxyError::Timeout {
-                    server: cfg.name.clone(),
-                    what: "start-up",
-                    secs: START_TIMEOUT.as_secs(),
-                });
-            }
-        };
+        let service =
+            match tokio::time::timeout(START_TIMEOUT, listener.serve((stdout, stdin))).await {
+                Ok(Ok(s)) => s,
+                Ok(Err(e)) => {
+                    child.kill_now();
+                    let tail = child.stderr_tail(STDERR_WAIT).await;
+                    let detail = if tail.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; its stderr:\n{tail}")
+                    };
+                    return Err(start_err(format!("initialize failed: {e}{detail}")));
+                }
+                Err(_) => {
+                    return Err(ProxyError::Timeout {
+                        server: cfg.name.clone(),
+                        what: "start-up",
+                        secs: START_TIMEOUT.as_secs(),
+                    });
+                }
+            };
         Ok(Self {
             name: cfg.name.clone(),
             peer: service.peer().clone(),
             service: Mutex::new(Some(service)),
             tools: Mutex::new(None),
             tools_changed,
-            pgid,
+            child: Mutex::new(Some(child)),
             closed: AtomicBool::new(false),
         })
     }
@@ -228,28 +199,15 @@ impl ProxiedServer {
         }
     }
 
-    /// Closes stdin, waits, then escalates to SIGTERM and SIGKILL of the group.
+    /// Closes the connection (the server's stdin), then the escalating
+    /// shutdown of [`Child::shutdown`].
     pub async fn shutdown(&self) {
         self.closed.store(true, Ordering::SeqCst);
         if let Some(service) = self.service.lock().await.take() {
             let _ = tokio::time::timeout(EXIT_GRACE, service.cancel()).await;
         }
-        if wait_group_gone(self.pgid, EXIT_GRACE).await {
-            return;
-        }
-        signal_group(self.pgid, libc::SIGTERM);
-        if !wait_group_gone(self.pgid, EXIT_GRACE).await {
-            signal_group(self.pgid, libc::SIGKILL);
+        if let Some(child) = self.child.lock().await.take() {
+            child.shutdown(EXIT_GRACE).await;
         }
     }
-}
-
-impl Drop for ProxiedServer {
-    fn drop(&mut self) {
-        kill_group(self.pgid);
-    }
-}
-
-fn kill_group(pgid: Option<i32>) {
-    signal_group(pgid, libc::SIGKILL);
 }

@@ -56,10 +56,6 @@ impl ServerPool {
             .unwrap_or_else(|| sanitize(name, "server"))
     }
 
-    pub fn call_timeout(&self) -> Duration {
-        self.call_timeout
-    }
-
     fn unknown(&self, server: &str) -> ProxyError {
         let known: Vec<&str> = self.configs.keys().map(String::as_str).collect();
         ProxyError::Unknown {
@@ -160,12 +156,6 @@ impl ServerPool {
     }
 
     /// Names of servers currently running (for `doctor` and tests).
-    pub async fn running(&self) -> Vec<String> {
-        let mut names: Vec<String> = self.running.lock().await.keys().cloned().collect();
-        names.sort();
-        names
-    }
-
     pub async fn shutdown_all(&self) {
         let servers: Vec<Arc<ProxiedServer>> =
             self.running.lock().await.drain().map(|(_, s)| s).collect();

@@ -4,12 +4,13 @@
 //!   proxied servers, say);
 //! - a working directory of codemode's own, because conmon writes files
 //!   such as `oom` into it;
-//! - no stdin, its own process group, and a kill when dropped.
+//! - no stdin, and the supervision of [`crate::child`]: its own process
+//!   group, a parent-death signal, a kill when dropped, reaping.
 //!
 //! Short commands get a timeout, so a hung engine cannot hang codemode.
 
 use std::path::{Path, PathBuf};
-use std::process::{Output, Stdio};
+use std::process::Output;
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -86,22 +87,11 @@ fn kept_env() -> Vec<(String, std::ffi::OsString)> {
         .collect()
 }
 
-/// An engine client command (see the module docs).
+/// An engine client command (see the module docs), for [`output`] or a
+/// supervised [`crate::child::Child`].
 pub fn command(binary: &Path) -> tokio::process::Command {
-    let mut cmd = tokio::process::Command::from(blocking_command(binary));
-    cmd.kill_on_drop(true);
-    cmd
-}
-
-/// The same, for code that cannot await (start-up probes, a thread).
-pub fn blocking_command(binary: &Path) -> std::process::Command {
-    use std::os::unix::process::CommandExt;
-    let mut cmd = std::process::Command::new(binary);
-    cmd.env_clear()
-        .envs(kept_env())
-        .current_dir(work_dir())
-        .stdin(Stdio::null())
-        .process_group(0);
+    let mut cmd = crate::child::command(binary, kept_env());
+    cmd.current_dir(work_dir());
     cmd
 }
 
@@ -119,41 +109,17 @@ pub async fn remove(binary: &Path, global: &[String], name: &str) -> bool {
     output(cmd, SHORT).await.is_ok_and(|o| o.status.success())
 }
 
-/// Runs `cmd` for its output, killing it after `limit`.
-pub async fn output(mut cmd: tokio::process::Command, limit: Duration) -> std::io::Result<Output> {
-    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-    match tokio::time::timeout(limit, cmd.output()).await {
-        Ok(out) => out,
-        Err(_) => Err(std::io::Error::new(
-            std::io::ErrorKind::TimedOut,
-            format!("the engine did not answer within {}s", limit.as_secs()),
-        )),
-    }
-}
-
-/// Runs `cmd` (output discarded) and waits at most `limit`, polling, for
-/// code that must not await; the command is killed if it overruns.
-pub fn status_within(mut cmd: std::process::Command, limit: Duration) -> Option<bool> {
-    cmd.stdout(Stdio::null()).stderr(Stdio::null());
-    let mut child = cmd.spawn().ok()?;
-    let until = std::time::Instant::now() + limit;
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) => return Some(status.success()),
-            Ok(None) if std::time::Instant::now() < until => {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return None;
-            }
-        }
-    }
+/// Runs `cmd` for its output, killing its group after `limit`.
+pub async fn output(cmd: tokio::process::Command, limit: Duration) -> std::io::Result<Output> {
+    let label = Path::new(cmd.as_std().get_program())
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "the engine".into());
+    crate::child::output(cmd, &label, limit).await
 }
 
 /// Removes container `name` without waiting for it: on the runtime when
-/// there is one, else on a thread; the `rm` is reaped either way.
+/// there is one, else on a thread of its own; the `rm` is reaped either way.
 pub fn remove_detached(binary: PathBuf, name: String) {
     match tokio::runtime::Handle::try_current() {
         Ok(handle) => {
@@ -163,9 +129,12 @@ pub fn remove_detached(binary: PathBuf, name: String) {
             let _ = std::thread::Builder::new()
                 .name("container-rm".into())
                 .spawn(move || {
-                    let mut cmd = blocking_command(&binary);
-                    cmd.args(remove_args(&[], &name));
-                    status_within(cmd, SHORT);
+                    let runtime = tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build();
+                    if let Ok(runtime) = runtime {
+                        runtime.block_on(remove(&binary, &[], &name));
+                    }
                 });
         }
     }
@@ -198,12 +167,16 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_command_that_overruns_is_killed() {
-        let mut cmd = std::process::Command::new("sleep");
+    #[tokio::test]
+    async fn a_command_that_overruns_is_killed_and_named() {
+        let mut cmd = command(Path::new("sleep"));
         cmd.arg("5");
         let started = std::time::Instant::now();
-        assert_eq!(status_within(cmd, Duration::from_millis(100)), None);
+        let err = output(cmd, Duration::from_millis(100)).await.unwrap_err();
+        assert!(
+            err.to_string().starts_with("sleep did not finish within"),
+            "{err}"
+        );
         assert!(started.elapsed() < Duration::from_secs(2));
     }
 }

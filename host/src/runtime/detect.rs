@@ -38,7 +38,7 @@ pub fn guest_path(settings: &Settings) -> Option<PathBuf> {
     Some(exe.parent()?.join("codemode-guest"))
 }
 
-pub fn select_backend(settings: &Settings) -> Result<BackendChoice, RuntimeError> {
+pub async fn select_backend(settings: &Settings) -> Result<BackendChoice, RuntimeError> {
     let oci = |engine: OciEngine, binary: PathBuf, reason: String| -> BackendChoice {
         BackendChoice {
             backend: Backend::Oci(OciBackend::new(engine, binary, settings)),
@@ -96,7 +96,11 @@ pub fn select_backend(settings: &Settings) -> Result<BackendChoice, RuntimeError
                     "auto: podman is installed (preferred)".into(),
                 ));
             }
-            if let Some(b) = which("docker").filter(|_| docker_engine_up()) {
+            let docker = match which("docker") {
+                Some(b) if docker_engine_up(&b).await => Some(b),
+                _ => None,
+            };
+            if let Some(b) = docker {
                 return Ok(oci(
                     OciEngine::Docker,
                     b,
@@ -116,9 +120,11 @@ pub fn select_backend(settings: &Settings) -> Result<BackendChoice, RuntimeError
 
 /// A docker CLI without a reachable engine (common: only the client is
 /// installed) must not win `auto`.
-fn docker_engine_up() -> bool {
-    let mut cmd = super::client::blocking_command(std::path::Path::new("docker"));
+async fn docker_engine_up(docker: &Path) -> bool {
+    let mut cmd = super::client::command(docker);
     cmd.args(["info", "--format", "{{.ServerVersion}}"]);
     // Bounded: a docker CLI whose engine hangs must not hang start-up.
-    super::client::status_within(cmd, std::time::Duration::from_secs(10)).unwrap_or(false)
+    super::client::output(cmd, std::time::Duration::from_secs(10))
+        .await
+        .is_ok_and(|o| o.status.success())
 }

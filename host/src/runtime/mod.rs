@@ -9,7 +9,6 @@ pub mod client;
 mod detect;
 pub mod enforcement;
 pub mod identity;
-pub mod machine;
 mod mounts;
 mod oci;
 mod process;
@@ -18,7 +17,7 @@ mod seccomp;
 use std::path::PathBuf;
 
 pub use bwrap::BwrapBackend;
-pub use detect::{guest_path, select_backend, which, BackendChoice};
+pub use detect::{guest_path, select_backend, which};
 
 /// podman or docker, whichever is on PATH (for building images).
 pub fn which_engine() -> Option<PathBuf> {
@@ -87,11 +86,6 @@ pub enum RuntimeError {
     Missing {
         runtime: &'static str,
         binary: &'static str,
-    },
-    #[error("the {runtime} runtime does not work: {output}")]
-    Unusable {
-        runtime: &'static str,
-        output: String,
     },
     #[error("guest binary {0} not found: build it (`cargo build --release -p codemode-guest`) or pass --guest PATH")]
     GuestMissing(PathBuf),

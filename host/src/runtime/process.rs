@@ -1,115 +1,80 @@
-//! A started sandbox process: its own process group, piped stdin/stdout for
-//! frames, stderr forwarded to tracing, and a `Drop` that kills the group
-//! (and removes the container) so no sandbox outlives its owner.
+//! A started sandbox process: a supervised child ([`crate::child`]) with
+//! piped stdin/stdout for frames, plus what outlives the process itself
+//! (bubblewrap's cgroup, a container) and is removed after it.
 
-use std::collections::VecDeque;
 use std::path::PathBuf;
-use std::process::Stdio;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::process::{ChildStdin, ChildStdout, Command};
 
 use super::RuntimeError;
-use crate::procgroup::signal_group;
+use crate::child::{Child, StderrLevel};
 
 /// How long a sandbox gets to exit after its channel closes before SIGTERM,
 /// and again before SIGKILL: the guest flushes and exits at once on EOF, so
 /// anything slower is stuck.
 const EXIT_GRACE: Duration = Duration::from_millis(1500);
+/// How long an error message waits for a dead sandbox's last stderr lines.
+const STDERR_WAIT: Duration = Duration::from_millis(500);
 
 /// A running sandbox process.
 #[derive(Debug)]
 pub struct SandboxProcess {
     child: Option<Child>,
-    pgid: Option<i32>,
     pub stdin: Option<ChildStdin>,
     pub stdout: Option<ChildStdout>,
     /// For container backends: the engine and container name to remove.
     container: Option<(PathBuf, String)>,
-    pub name: String,
     /// bubblewrap's per-sandbox cgroup, removed after the process is gone.
     pub(super) cgroup: Option<super::cgroup::SandboxCgroup>,
-    recent_stderr: Arc<Mutex<VecDeque<String>>>,
 }
 
-/// Lines of a sandbox's stderr kept for error messages.
-const RECENT_STDERR_LINES: usize = 20;
-
 impl SandboxProcess {
-    /// Spawns `cmd` in a new process group with piped stdio.
+    /// Spawns `cmd` supervised, with piped stdio. A container engine's
+    /// client gets SIGTERM when codemode dies (it then stops and removes
+    /// its container); bubblewrap gets SIGKILL.
     pub(super) fn spawn(
-        mut cmd: Command,
+        cmd: Command,
         name: String,
         container: Option<(PathBuf, String)>,
     ) -> Result<Self, RuntimeError> {
-        cmd.stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true);
-        let mut child = cmd.spawn().map_err(|source| RuntimeError::Spawn {
-            what: format!("sandbox {name}"),
-            source,
-        })?;
-        let pgid = child.id().and_then(|id| i32::try_from(id).ok());
-        let recent = Arc::new(Mutex::new(VecDeque::new()));
-        if let Some(stderr) = child.stderr.take() {
-            let tag = name.clone();
-            let recent = recent.clone();
-            tokio::spawn(async move {
-                let mut lines = BufReader::new(stderr).lines();
-                while let Ok(Some(line)) = lines.next_line().await {
-                    tracing::warn!(sandbox = %tag, "{line}");
-                    if let Ok(mut r) = recent.lock() {
-                        if r.len() == RECENT_STDERR_LINES {
-                            r.pop_front();
-                        }
-                        r.push_back(line);
-                    }
+        let death = if container.is_some() {
+            libc::SIGTERM
+        } else {
+            libc::SIGKILL
+        };
+        let label = format!("sandbox {name}");
+        let mut child =
+            Child::spawn(cmd, label.clone(), StderrLevel::Warn, death).map_err(|source| {
+                RuntimeError::Spawn {
+                    what: label,
+                    source,
                 }
-            });
-        }
+            })?;
         Ok(Self {
-            stdin: child.stdin.take(),
-            stdout: child.stdout.take(),
+            stdin: child.take_stdin(),
+            stdout: child.take_stdout(),
             child: Some(child),
-            pgid,
             container,
-            name,
             cgroup: None,
-            recent_stderr: recent,
         })
     }
 
     /// The last lines the sandbox wrote to stderr (why it failed to start,
-    /// usually), waiting briefly for the forwarder to catch up.
+    /// usually), once the stream has ended or briefly after.
     pub async fn stderr_tail(&self) -> String {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        self.recent_stderr
-            .lock()
-            .map(|r| r.iter().cloned().collect::<Vec<_>>().join("\n"))
-            .unwrap_or_default()
+        match &self.child {
+            Some(child) => child.stderr_tail(STDERR_WAIT).await,
+            None => String::new(),
+        }
     }
 
-    /// Escalating shutdown: close stdin (the guest exits on EOF), wait,
-    /// SIGTERM the group, wait, SIGKILL the group; then remove the container.
+    /// Escalating shutdown (see [`Child::shutdown`]), then the cgroup and
+    /// the container are removed.
     pub async fn shutdown(mut self) {
         self.stdin.take();
-        if let Some(mut child) = self.child.take() {
-            let exited = tokio::time::timeout(EXIT_GRACE, child.wait()).await.is_ok();
-            if !exited {
-                signal_group(self.pgid, libc::SIGTERM);
-                if tokio::time::timeout(EXIT_GRACE, child.wait())
-                    .await
-                    .is_err()
-                {
-                    signal_group(self.pgid, libc::SIGKILL);
-                    let _ = child.wait().await;
-                }
-            }
-            self.pgid = None;
+        if let Some(child) = self.child.take() {
+            child.shutdown(EXIT_GRACE).await;
         }
         if let Some(cg) = self.cgroup.take() {
             cg.remove().await;
@@ -121,21 +86,23 @@ impl SandboxProcess {
 
     /// Kills at once (used when the guest misbehaves).
     pub fn kill_now(&mut self) {
-        signal_group(self.pgid, libc::SIGKILL);
+        if let Some(child) = &self.child {
+            child.kill_now();
+        }
     }
 
     /// Whether the process has exited (non-blocking).
     pub fn has_exited(&mut self) -> bool {
-        match self.child.as_mut() {
-            Some(child) => !matches!(child.try_wait(), Ok(None)),
-            None => true,
-        }
+        self.child.as_mut().is_none_or(Child::has_exited)
     }
 }
 
 impl Drop for SandboxProcess {
     fn drop(&mut self) {
-        signal_group(self.pgid, libc::SIGKILL);
+        // Dropping the child kills its group; tokio reaps it.
+        if let Some(child) = self.child.take() {
+            tracing::debug!(child = child.label(), "dropped; killed");
+        }
         if let Some(cg) = self.cgroup.take() {
             cg.remove_or_defer();
         }

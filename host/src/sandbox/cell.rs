@@ -81,17 +81,6 @@ pub enum CellStatus {
     Cancelled,
 }
 
-impl CellStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CellStatus::Success => "success",
-            CellStatus::Error => "error",
-            CellStatus::Timeout => "timeout",
-            CellStatus::Cancelled => "cancelled",
-        }
-    }
-}
-
 /// The outcome of one cell.
 #[derive(Debug)]
 pub struct CellResult {

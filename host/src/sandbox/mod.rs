@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use codemode_proto::codec::FrameCodec;
 use codemode_proto::v1::{
-    guest_message, host_message, AddServers, GuestMessage, HostMessage, Init, Ready, ServerInfo,
+    guest_message, host_message, AddServers, GuestMessage, HostMessage, Init, ServerInfo,
 };
 use codemode_proto::{FrameError, VersionMismatch};
 use futures::StreamExt;
@@ -22,10 +22,8 @@ use tokio_util::codec::FramedRead;
 
 use outbox::{Outbox, Sink};
 
-pub use cell::{
-    CellRequest, CellResult, CellStatus, RpcFuture, RpcHandler, MAX_RICH_BYTES, MAX_RICH_OUTPUTS,
-};
-pub use output::{CappedStream, NoListener, OutputListener};
+pub use cell::{CellRequest, CellStatus, RpcFuture, RpcHandler, MAX_RICH_BYTES, MAX_RICH_OUTPUTS};
+pub use output::{NoListener, OutputListener};
 
 use crate::runtime::{Backend, LaunchSpec, RuntimeError, SandboxProcess};
 
@@ -97,7 +95,6 @@ pub struct Sandbox {
     name: String,
     reader: Reader,
     outbox: Outbox,
-    pub ready: Ready,
     next_execution: u64,
     initialized: bool,
     max_frame_bytes: usize,
@@ -204,19 +201,10 @@ impl Sandbox {
             name,
             reader,
             outbox,
-            ready,
             next_execution: 1,
             initialized: false,
             max_frame_bytes,
         })
-    }
-
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    pub fn is_initialized(&self) -> bool {
-        self.initialized
     }
 
     /// Whether the sandbox process is still running.

@@ -54,14 +54,6 @@ impl CappedStream {
         out.push_str(&String::from_utf8_lossy(&tail));
         out
     }
-
-    pub fn dropped(&self) -> u64 {
-        self.dropped
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.head.is_empty() && self.tail.is_empty()
-    }
 }
 
 /// Receives output chunks while a cell runs (for progress notifications).
@@ -84,7 +76,7 @@ mod tests {
     fn keeps_head_and_tail_and_counts_the_cut() {
         let mut s = CappedStream::new(10);
         s.push(b"0123456789abcdefghij");
-        assert_eq!(s.dropped(), 10);
+        assert_eq!(s.dropped, 10);
         let t = s.text();
         assert!(
             t.starts_with("01234\n[... 10 bytes of output dropped ...]\n"),
@@ -98,6 +90,6 @@ mod tests {
         let mut s = CappedStream::new(100);
         s.push(b"hello\n");
         assert_eq!(s.text(), "hello\n");
-        assert_eq!(s.dropped(), 0);
+        assert_eq!(s.dropped, 0);
     }
 }

@@ -239,7 +239,7 @@ async fn empty_output_frames_are_not_forwarded() {
     let result = sb.run_cell(req).await.expect("a result");
     assert_eq!(result.status, CellStatus::Success);
     assert_eq!(chunks.load(Ordering::SeqCst), 0);
-    assert!(result.stdout.is_empty());
+    assert!(result.stdout.text().is_empty());
     let _ = flood.await;
 }
 

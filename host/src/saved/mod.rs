@@ -17,10 +17,8 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-pub use store::{Entry, FileId, Scan, Store};
-pub use validate::{
-    check_name, check_source, MAX_NAME_CHARS, MAX_SOURCE_BYTES, MAX_TOOLS, MAX_TOTAL_BYTES,
-};
+pub use store::{Entry, FileId, Store};
+pub use validate::{check_name, check_source, MAX_TOOLS, MAX_TOTAL_BYTES};
 
 /// Why a saved tool could not be saved, listed or read.
 #[derive(Debug, thiserror::Error)]
@@ -88,10 +86,6 @@ impl SavedTools {
             store,
             owners: Mutex::new(HashMap::new()),
         }
-    }
-
-    pub fn store(&self) -> &Store {
-        &self.store
     }
 
     /// Saves `source` as `name` for `session`. A new name is taken by

@@ -30,7 +30,7 @@ fn def(name: &str, body: &str) -> String {
 fn prepare_creates_a_private_state_dir_and_a_0755_tools_dir() {
     let (dir, saved) = fresh();
     assert_eq!(mode(&dir.path().join("state")), 0o700);
-    assert_eq!(mode(saved.store().dir()), 0o755);
+    assert_eq!(mode(saved.store.dir()), 0o755);
 }
 
 #[test]
@@ -83,12 +83,12 @@ fn planted_symlink_is_not_followed_chmodded_listed_or_read() {
     symlink(&secret, tools.join("x.py")).unwrap();
 
     let saved = SavedTools::new(Store::prepare(&state, tools.clone()).unwrap());
-    let scan = saved.store().scan().unwrap();
+    let scan = saved.store.scan().unwrap();
     assert!(scan.entries.is_empty(), "{scan:?}");
     assert_eq!(scan.ignored.len(), 1, "{scan:?}");
     assert!(matches!(saved.load("x"), Err(SavedError::NotFound { .. })));
     assert!(matches!(
-        saved.store().read("x"),
+        saved.store.read("x"),
         Err(SavedError::NotRegular { .. })
     ));
     // Saving over it is refused: the link holds the name.
@@ -107,7 +107,7 @@ fn planted_symlink_is_not_followed_chmodded_listed_or_read() {
 #[test]
 fn planted_fifo_and_directory_are_ignored_without_blocking() {
     let (_dir, saved) = fresh();
-    let tools = saved.store().dir().to_path_buf();
+    let tools = saved.store.dir().to_path_buf();
     let fifo = tools.join("fifo.py");
     let c_path = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
     // SAFETY: c_path is a valid NUL-terminated path that outlives the call.
@@ -117,13 +117,13 @@ fn planted_fifo_and_directory_are_ignored_without_blocking() {
     std::fs::write(tools.join("notes.txt"), "not a tool").unwrap();
     saved.save("a", "real", &def("real", "ok")).unwrap();
 
-    let scan = saved.store().scan().unwrap();
+    let scan = saved.store.scan().unwrap();
     let names: Vec<&str> = scan.entries.iter().map(|e| e.name.as_str()).collect();
     assert_eq!(names, ["real"]);
     assert_eq!(scan.ignored.len(), 3, "{:?}", scan.ignored);
     for name in ["fifo", "adir"] {
         assert!(matches!(
-            saved.store().read(name),
+            saved.store.read(name),
             Err(SavedError::NotRegular { .. })
         ));
         assert!(matches!(saved.load(name), Err(SavedError::NotFound { .. })));
@@ -142,10 +142,10 @@ fn saved_files_are_0644_and_no_temporary_is_left() {
             replaced: false
         }
     );
-    let file = saved.store().dir().join("helper.py");
+    let file = saved.store.dir().join("helper.py");
     assert_eq!(mode(&file), 0o644);
     assert_eq!(saved.load("helper").unwrap(), def("helper", "v1"));
-    let files: Vec<_> = std::fs::read_dir(saved.store().dir())
+    let files: Vec<_> = std::fs::read_dir(saved.store.dir())
         .unwrap()
         .map(|e| e.unwrap().file_name())
         .collect();
@@ -175,7 +175,7 @@ fn only_the_saving_session_replaces_a_tool() {
 fn a_tool_from_before_this_bridge_belongs_to_no_session() {
     let (_dir, first) = fresh();
     first.save("a", "helper", &def("helper", "v1")).unwrap();
-    let restarted = SavedTools::new(first.store().clone());
+    let restarted = SavedTools::new(first.store.clone());
     assert!(matches!(
         restarted.save("a", "helper", &def("helper", "v2")),
         Err(SavedError::NotOwner { .. })
@@ -187,8 +187,8 @@ fn a_file_changed_by_someone_else_is_no_longer_the_sessions() {
     let (_dir, saved) = fresh();
     saved.save("a", "helper", &def("helper", "v1")).unwrap();
     // The user removes it and another bridge saves the name again.
-    saved.store().remove("helper").unwrap();
-    let other_bridge = SavedTools::new(saved.store().clone());
+    saved.store.remove("helper").unwrap();
+    let other_bridge = SavedTools::new(saved.store.clone());
     other_bridge
         .save("z", "helper", &def("helper", "theirs"))
         .unwrap();
@@ -197,7 +197,7 @@ fn a_file_changed_by_someone_else_is_no_longer_the_sessions() {
         Err(SavedError::NotOwner { .. })
     ));
     // Once removed, the name is free for anyone.
-    saved.store().remove("helper").unwrap();
+    saved.store.remove("helper").unwrap();
     saved.save("b", "helper", &def("helper", "b")).unwrap();
 }
 
@@ -219,7 +219,7 @@ fn invalid_names_and_sources_never_reach_the_disk() {
         Err(SavedError::BadSource { .. })
     ));
     assert!(saved.list().unwrap().is_empty());
-    assert!(!saved.store().dir().join("..").join("escape.py").exists());
+    assert!(!saved.store.dir().join("..").join("escape.py").exists());
 }
 
 #[test]
@@ -263,11 +263,11 @@ fn remove_unlinks_a_planted_link_not_its_target() {
     let (dir, saved) = fresh();
     let target = dir.path().join("target");
     std::fs::write(&target, "keep").unwrap();
-    symlink(&target, saved.store().dir().join("linked.py")).unwrap();
-    saved.store().remove("linked").unwrap();
+    symlink(&target, saved.store.dir().join("linked.py")).unwrap();
+    saved.store.remove("linked").unwrap();
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");
     assert!(matches!(
-        saved.store().remove("linked"),
+        saved.store.remove("linked"),
         Err(SavedError::NotFound { .. })
     ));
 }

@@ -23,8 +23,8 @@ use crate::sandbox::OutputListener;
 pub const MANUAL: &str = include_str!("manual.md");
 pub const MANUAL_URI: &str = "resource://codemode/manual";
 
-mod describe;
-pub use describe::{output_schema, server_info, tool_definition, TOOL_NAME};
+pub(crate) mod describe;
+pub use describe::{server_info, tool_definition, TOOL_NAME};
 static CONNECTIONS: AtomicU64 = AtomicU64::new(1);
 
 /// One client connection.
