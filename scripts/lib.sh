@@ -17,7 +17,8 @@ NPM_PACKAGES=(
   "@modelcontextprotocol/inspector@0.15.0"
   "@modelcontextprotocol/sdk@1.32.2"
 )
-PIP_PACKAGES=("mcp-server-time==2026.10.19" "mcp==2.3.0")
+# The last two check the guest's embedded Python (scripts/test.sh).
+PIP_PACKAGES=("mcp-server-time==2026.10.19" "mcp==2.3.0" "ruff==0.17.5" "mypy==2.4.1")
 APT_PACKAGES=(podman runc bubblewrap uidmap slirp4netns fuse-overlayfs libpython3.11-dev python3.11 python3.11-venv)
 # What the datascience image stages from the host (installed without recommends).
 APT_DATASCIENCE=(python3-numpy python3-pandas python3-matplotlib)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Command two: the same setup as the demo, then every check CI runs:
-# formatting, clippy, and the whole test suite against real sandboxes and
-# real MCP servers. A missing tool is installed, never skipped.
+# formatting, clippy, ruff and mypy on the guest's Python, and the whole
+# test suite against real sandboxes and real MCP servers. A missing tool is
+# installed, never skipped.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 install_apt
 install_servers
@@ -13,6 +14,10 @@ log "cargo fmt --check"
 cargo fmt --all -- --check
 log "cargo clippy"
 cargo clippy --locked --workspace --all-targets --features codemode-tests/system -- -D warnings
+log "ruff and mypy (the guest's Python)"
+"$VENV/bin/ruff" check guest/python
+"$VENV/bin/ruff" format --check guest/python
+"$VENV/bin/mypy" --config-file guest/python/mypy.ini guest/python
 log "cargo test"
 export CODEMODE_TEST_NODE_DIR="$NODE_DIR" CODEMODE_TEST_VENV="$VENV"
 log_file="$LOCAL/test.log"

@@ -16,11 +16,18 @@ import linecache
 import signal
 import sys
 import traceback
+from types import FrameType
+from typing import Any, Literal
 
 import _codemode
 import _codemode_tb
 
-_INTERRUPT_ERRORS = {
+# How a cell ended, as `_codemode.finish` takes it.
+Status = Literal["success", "error", "cancelled", "timeout"]
+# What Finished reports of a failure: type name, message, traceback text.
+Failure = tuple[str, str, str]
+
+_INTERRUPT_ERRORS: dict[str, tuple[str, str]] = {
     "timeout": ("TimeoutError", "execution timed out"),
     "cancelled": ("CancelledError", "execution was cancelled"),
 }
@@ -29,15 +36,15 @@ _INTERRUPT_ERRORS = {
 class Cell:
     __slots__ = ("id", "code", "task", "in_user", "finished")
 
-    def __init__(self, cell_id, code):
+    def __init__(self, cell_id: int, code: str) -> None:
         self.id = cell_id
         self.code = code
-        self.task = None
+        self.task: asyncio.Task[None] | None = None
         self.in_user = False
         self.finished = False
 
 
-def _in_loop_machinery(frame):
+def _in_loop_machinery(frame: FrameType | None) -> bool:
     """Whether the interrupted frame is asyncio waiting or guest code, as
     opposed to a user callback that keeps the loop busy."""
     if frame is None:
@@ -47,23 +54,23 @@ def _in_loop_machinery(frame):
 
 
 class CellRunner:
-    def __init__(self, loop, namespace):
+    def __init__(self, loop: asyncio.AbstractEventLoop, namespace: dict[str, Any]) -> None:
         self.loop = loop
         self.namespace = namespace
-        self.current = None
-        self.main_task = None
+        self.current: Cell | None = None
+        self.main_task: asyncio.Task[None] | None = None
 
-    def start(self, cell_id, code):
+    def start(self, cell_id: int, code: str) -> None:
         # A previous cell may have replaced the SIGINT handler; without it
         # no interrupt could reach this one.
         if signal.getsignal(signal.SIGINT) != self.on_interrupt:
             signal.signal(signal.SIGINT, self.on_interrupt)
         cell = Cell(cell_id, code)
         self.current = cell
-        cell.task = self.loop.create_task(self._run(cell))
-        cell.task.add_done_callback(lambda task: self._task_done(cell, task))
+        task = cell.task = self.loop.create_task(self._run(cell))
+        task.add_done_callback(lambda task: self._task_done(cell, task))
 
-    async def _run(self, cell):
+    async def _run(self, cell: Cell) -> None:
         early = _codemode.start_cell(cell.id)
         if early is not None:
             name, message = _INTERRUPT_ERRORS[early]
@@ -71,7 +78,7 @@ class CellRunner:
             return
         filename = f"<cell-{cell.id}>"
         linecache.cache[filename] = (len(cell.code), None, cell.code.splitlines(True), filename)
-        error = None
+        error: BaseException | None = None
         try:
             cell.in_user = True
             try:
@@ -90,7 +97,7 @@ class CellRunner:
             error = exc
         self._report(cell, error)
 
-    def _report(self, cell, error):
+    def _report(self, cell: Cell, error: BaseException | None) -> None:
         if error is None:
             self._finish(cell, "success", None)
             return
@@ -104,7 +111,7 @@ class CellRunner:
         sys.last_type, sys.last_value, sys.last_traceback = type(error), error, error.__traceback__
         self._finish(cell, "error", described)
 
-    def _finish(self, cell, status, error):
+    def _finish(self, cell: Cell, status: Status, error: Failure | None) -> None:
         cell.finished = True
         if self.current is cell:
             self.current = None
@@ -113,7 +120,7 @@ class CellRunner:
         except Exception as exc:  # the host is gone; the reader thread exits
             _codemode.diag(f"cannot finish cell {cell.id}: {exc}")
 
-    def _task_done(self, cell, task):
+    def _task_done(self, cell: Cell, task: asyncio.Task[None]) -> None:
         """Makes sure every cell gets its Finished."""
         if cell.finished:
             return
@@ -127,7 +134,7 @@ class CellRunner:
         text = "".join(traceback.format_exception(failure))
         self._finish(cell, "error", ("InternalError", f"the guest failed to run the cell: {failure!r}", text))
 
-    def on_interrupt(self, signum, frame):
+    def on_interrupt(self, signum: int, frame: FrameType | None) -> None:
         """The SIGINT handler."""
         cell = self.current
         if cell is None or cell.task is None or cell.task.done():

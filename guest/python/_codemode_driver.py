@@ -13,47 +13,51 @@ import os
 import signal
 import sys
 import traceback
+from typing import Any, assert_never
 
 import _codemode
 import _codemode_stdio
 from _codemode_cells import CellRunner
 
+# What the host's messages become on the Python side (guest/src/records.rs).
+InboxItem = _codemode.Init | _codemode.Execute | _codemode.AddServers | _codemode.RpcAnswer
+
 # Debian's interpreter, for code that starts a Python child process; the
 # guest binary itself must never be run as "python".
 SYSTEM_PYTHON = "/usr/bin/python3.11"
 
-_driver = None
+_driver: "Driver | None" = None
 
 
 class Driver:
-    def __init__(self, wake_fd, namespace):
+    def __init__(self, wake_fd: int, namespace: dict[str, Any]) -> None:
         self.loop = asyncio.new_event_loop()
         asyncio.set_event_loop(self.loop)
         self.wake_fd = wake_fd
         self.namespace = namespace
-        self.main_task = None
+        self.main_task: asyncio.Task[None] | None = None
         self.cells = CellRunner(self.loop, namespace)
 
-    def run(self):
-        self.main_task = self.loop.create_task(self._main())
-        self.cells.main_task = self.main_task
+    def run(self) -> None:
+        main_task = self.main_task = self.loop.create_task(self._main())
+        self.cells.main_task = main_task
         while True:
             try:
-                self.loop.run_until_complete(self.main_task)
+                self.loop.run_until_complete(main_task)
                 return
             except (KeyboardInterrupt, SystemExit):
                 # Raised out of a task or callback the user started: the
                 # session goes on. The dispatcher may have been cut short.
-                if self.main_task.done():
+                if main_task.done():
                     raise
                 self.loop.call_soon(self._on_wake)
 
-    async def _main(self):
+    async def _main(self) -> None:
         self.loop.add_reader(self.wake_fd, self._on_wake)
         self._on_wake()
         await self.loop.create_future()
 
-    def _on_wake(self):
+    def _on_wake(self) -> None:
         try:
             while os.read(self.wake_fd, 4096):
                 pass
@@ -63,34 +67,33 @@ class Driver:
             try:
                 self._dispatch(item)
             except Exception:  # a bug here must not stop the dispatcher
-                _codemode.diag(f"internal error handling {item[0]}:\n{traceback.format_exc()}")
+                _codemode.diag(f"internal error handling {type(item).__name__}:\n{traceback.format_exc()}")
 
-    def _dispatch(self, item):
-        kind = item[0]
-        if kind == "rpc":
-            from mcp import _rpc
+    def _dispatch(self, item: InboxItem) -> None:
+        match item:
+            case _codemode.RpcAnswer():
+                from mcp import _rpc
 
-            _rpc.resolve(item[1], item[2], item[3], item[4])
-        elif kind == "execute":
-            try:
-                self.cells.start(item[1], item[2])
-            except Exception:  # the host must still get a Finished
-                _codemode.finish(
-                    item[1], "error", ("InternalError", "the guest could not start the cell", traceback.format_exc())
-                )
-        elif kind == "init":
-            from mcp import _install
+                _rpc.resolve(item)
+            case _codemode.Execute(id=cell_id, code=code):
+                try:
+                    self.cells.start(cell_id, code)
+                except Exception:  # the host must still get a Finished
+                    failure = ("InternalError", "the guest could not start the cell", traceback.format_exc())
+                    _codemode.finish(cell_id, "error", failure)
+            case _codemode.Init():
+                from mcp import _install
 
-            _install.init(item[1], self.namespace)
-        elif kind == "add_servers":
-            from mcp import _install
+                _install.init(item, self.namespace)
+            case _codemode.AddServers(servers=servers):
+                from mcp import _install
 
-            _install.add_servers(item[1], self.namespace)
-        else:
-            _codemode.diag(f"internal error: unknown inbox item {kind!r}")
+                _install.add_servers(servers, self.namespace)
+            case _:
+                assert_never(item)
 
 
-def _preimport():
+def _preimport() -> None:
     """Imports what nearly every cell needs, before Ready, so the first cell
     does not pay for them."""
     import ast  # noqa: F401
@@ -103,20 +106,22 @@ def _preimport():
     import mcp.runtime  # noqa: F401
 
 
-def prepare(wake_fd):
+def prepare(wake_fd: int) -> str:
     """Sets up the interpreter before Ready; returns the Python version."""
     global _driver
     sys.dont_write_bytecode = True
     sys.executable = SYSTEM_PYTHON if os.access(SYSTEM_PYTHON, os.X_OK) else ""
-    _codemode_stdio.install(sys)
+    _codemode_stdio.install()
     _preimport()
     import __main__
 
-    _driver = Driver(wake_fd, __main__.__dict__)
-    signal.signal(signal.SIGINT, _driver.cells.on_interrupt)
+    driver = _driver = Driver(wake_fd, __main__.__dict__)
+    signal.signal(signal.SIGINT, driver.cells.on_interrupt)
     return "{}.{}.{}".format(*sys.version_info[:3])
 
 
-def run():
+def run() -> None:
     """Runs the event loop for the rest of the process's life."""
+    if _driver is None:
+        raise RuntimeError("prepare() was not called")
     _driver.run()

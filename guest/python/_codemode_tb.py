@@ -10,15 +10,16 @@ location lines say where it is.
 """
 
 import traceback
+from collections.abc import Iterable
 
 INTERNAL_PREFIX = "<codemode>/"
 
 
-def _is_internal(frame):
+def _is_internal(frame: traceback.FrameSummary) -> bool:
     return frame.filename.startswith(INTERNAL_PREFIX)
 
 
-def _trim(stack):
+def _trim(stack: Iterable[traceback.FrameSummary]) -> list[traceback.FrameSummary]:
     frames = list(stack)
     start = 0
     while start < len(frames) and _is_internal(frames[start]):
@@ -29,9 +30,9 @@ def _trim(stack):
     return frames[start:end]
 
 
-def _trim_all(root):
-    seen = set()
-    todo = [root]
+def _trim_all(root: traceback.TracebackException) -> None:
+    seen: set[int] = set()
+    todo: list[traceback.TracebackException | None] = [root]
     while todo:
         te = todo.pop()
         if te is None or id(te) in seen:
@@ -43,14 +44,14 @@ def _trim_all(root):
         todo.extend(getattr(te, "exceptions", None) or ())
 
 
-def message_of(exc):
+def message_of(exc: BaseException) -> str:
     try:
         return str(exc)
     except BaseException:  # a broken __str__ must not hide the error itself
         return f"<unprintable {type(exc).__name__} object>"
 
 
-def describe(exc):
+def describe(exc: BaseException) -> tuple[str, str, str]:
     """(type name, message, trimmed traceback text) for ``exc``."""
     try:
         te = traceback.TracebackException(type(exc), exc, exc.__traceback__, compact=True)

@@ -14,9 +14,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
 
-use crate::embedded::{BOOT, MODULES};
+use crate::embedded::BOOT;
 use crate::error::StartupError;
 use crate::pymod::_codemode;
 
@@ -86,11 +85,7 @@ fn load_runtime(py: Python<'_>, wake_fd: i32) -> PyResult<(Py<PyModule>, String)
     let boot_file = CString::new(format!("<codemode>/{}", BOOT.path))?;
     let boot_name = CString::new(BOOT.name)?;
     let boot = PyModule::from_code(py, &boot_code, &boot_file, &boot_name)?;
-    let table = PyDict::new(py);
-    for module in MODULES {
-        table.set_item(module.name, (module.path, module.text, module.is_package))?;
-    }
-    boot.call_method1("install", (table,))?;
+    boot.call_method1("install", (crate::records::module_table(py)?,))?;
     let driver = py.import("_codemode_driver")?;
     let version: String = driver.call_method1("prepare", (wake_fd,))?.extract()?;
     Ok((driver.unbind(), version))

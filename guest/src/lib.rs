@@ -12,7 +12,6 @@
 mod args;
 mod cell;
 mod channel;
-mod convert;
 mod embedded;
 mod error;
 mod fds;
@@ -21,6 +20,7 @@ mod output;
 mod procs;
 mod pymod;
 mod reader;
+mod records;
 mod session;
 mod timer;
 

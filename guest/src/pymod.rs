@@ -1,6 +1,8 @@
 //! `_codemode`: the built-in module through which the guest's Python code
 //! reaches the Rust side (inbox, output capture, RPC frames, cell life
-//! cycle). Registered with `append_to_inittab!` before the interpreter
+//! cycle), and the record classes the inbox hands out (see `records`).
+//! `guest/python/_codemode.pyi` declares all of it for the type checker.
+//! Registered with `append_to_inittab!` before the interpreter
 //! starts. Calls that may block on the channel release the GIL.
 
 use std::borrow::Cow;
@@ -8,7 +10,7 @@ use std::time::Duration;
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes, PyString, PyTuple};
+use pyo3::types::{PyByteArray, PyBytes, PyString};
 
 use codemode_proto::v1::{
     guest_message::Kind, rpc_request::Call, CallTool, Detail, ListSavedTools, ListServers,
@@ -17,10 +19,10 @@ use codemode_proto::v1::{
 
 use crate::cell::{self, CellFailure};
 use crate::channel::{in_fork_child, lock};
-use crate::convert::RpcAnswer;
+use crate::fds;
 use crate::output::StreamId;
+use crate::records::{self, RpcAnswer};
 use crate::session::{self, Session};
-use crate::{convert, fds};
 
 fn session() -> PyResult<&'static Session> {
     session::get()
@@ -46,7 +48,7 @@ fn request_blocking(py: Python<'_>, call: Call) -> PyResult<RpcAnswer> {
     let id = send_rpc_routed(py, call, true)?;
     loop {
         if let Some(answer) = py.detach(|| session.wait_answer(id, INTERRUPT_POLL)) {
-            return Ok(crate::convert::rpc_answer(answer));
+            return Ok(records::rpc_answer(answer));
         }
         if let Err(interrupt) = py.check_signals() {
             session.forget_answer(id);
@@ -103,13 +105,19 @@ fn detail(full: bool) -> i32 {
 pub mod _codemode {
     use super::*;
 
-    /// Takes every queued host message, as tuples (see `convert`).
+    #[pymodule_export]
+    use crate::records::{
+        AddServers, DiscoveredServer, EmbeddedModule, Execute, Init, RpcAnswer, ServerInfo,
+        ToolInfo,
+    };
+
+    /// Takes every queued host message, as records (see `records`).
     #[pyfunction]
-    fn take_inbox(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyTuple>>> {
+    fn take_inbox(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyAny>>> {
         let items: Vec<_> = lock(&session()?.inbox).drain(..).collect();
         items
             .into_iter()
-            .map(|item| convert::inbound(py, item))
+            .map(|item| records::inbound(py, item))
             .collect()
     }
 

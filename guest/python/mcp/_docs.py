@@ -1,6 +1,8 @@
 """Tool documentation from the metadata the guest already has (no RPC):
 the ``_sync`` helpers of mcp.runtime."""
 
+from typing import Any
+
 from mcp import _state
 from mcp._errors import MCPError
 
@@ -9,13 +11,13 @@ MIN_RESULTS = 1
 MAX_RESULTS = 20
 
 
-def normalize_detail(value):
+def normalize_detail(value: object) -> str:
     detail = str(value).lower() if value is not None else "summary"
     return detail if detail in ("summary", "full") else "summary"
 
 
-def format_tool_doc(meta, tool, detail):
-    doc = {
+def format_tool_doc(meta: _state.ServerMeta, tool: _state.ToolMeta, detail: str) -> dict[str, Any]:
+    doc: dict[str, Any] = {
         "server": meta["name"],
         "serverAlias": meta["alias"],
         "tool": tool["name"],
@@ -28,7 +30,7 @@ def format_tool_doc(meta, tool, detail):
     return doc
 
 
-def require_server(name):
+def require_server(name: str) -> _state.ServerMeta:
     meta = _state.find_server(name)
     if meta is None:
         loaded = ", ".join(_state.servers) or "none"
@@ -36,7 +38,7 @@ def require_server(name):
     return meta
 
 
-def query(server, tool, detail):
+def query(server: str, tool: object, detail: object) -> list[dict[str, Any]]:
     meta = require_server(server)
     detail = normalize_detail(detail)
     if tool is None:
@@ -49,14 +51,14 @@ def query(server, tool, detail):
     return [format_tool_doc(meta, info, detail)]
 
 
-def clamp_limit(limit):
+def clamp_limit(limit: Any) -> int:
     try:
         return max(MIN_RESULTS, min(MAX_RESULTS, int(limit)))
     except (TypeError, ValueError):
         return 5
 
 
-def search(query_text, limit, detail):
+def search(query_text: object, limit: Any, detail: object) -> list[dict[str, Any]]:
     """Tools whose server name/alias, tool name/alias and description
     contain every word of the query."""
     tokens = [token for token in str(query_text).lower().split() if token]

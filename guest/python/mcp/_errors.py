@@ -1,5 +1,7 @@
 """The sandbox's one error type for failed MCP calls."""
 
+from typing import Any
+
 
 class MCPError(RuntimeError):
     """An MCP call failed.
@@ -11,7 +13,15 @@ class MCPError(RuntimeError):
     ``"unspecified"``. ``server`` and ``tool`` name the call when known.
     """
 
-    def __init__(self, message, *, kind="unspecified", server=None, tool=None, result=None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        kind: str = "unspecified",
+        server: str | None = None,
+        tool: str | None = None,
+        result: Any = None,
+    ) -> None:
         super().__init__(message)
         self.kind = kind
         self.server = server

@@ -2,13 +2,19 @@
 attributes are its tool functions (the same ones as in
 ``mcp.servers.<alias>``)."""
 
-from mcp import runtime
+from collections.abc import Callable
+from typing import Any
+
+from mcp import _state, runtime
+
+# A tool function: ``await tool(**arguments)``.
+ToolFunction = Callable[..., Any]
 
 
 class ServerProxy:
     """An MCP server's tools as attributes: ``await mcp_x.tool(...)``."""
 
-    def __init__(self, meta, functions):
+    def __init__(self, meta: _state.ServerMeta, functions: dict[str, ToolFunction]) -> None:
         self._mcp_name = meta["name"]
         self._mcp_alias = meta["alias"]
         self._mcp_functions = dict(functions)
@@ -19,11 +25,11 @@ class ServerProxy:
             if not hasattr(type(self), alias):
                 self.__dict__[alias] = func
 
-    async def list_tools(self):
+    async def list_tools(self) -> Any:
         """The server's tools as the host reports them now (an RPC)."""
         return await runtime.list_tools(self._mcp_name)
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> ToolFunction:
         if name.startswith("_"):
             raise AttributeError(name)
         func = self._mcp_by_name.get(name)
@@ -32,16 +38,16 @@ class ServerProxy:
         server = self._mcp_name
 
         # A tool the server did not list (reference behaviour): call it by name.
-        async def call(**arguments):
+        async def call(**arguments: Any) -> Any:
             return await runtime.call_tool(server, name, arguments)
 
         call.__name__ = call.__qualname__ = name
         call.__doc__ = f"Calls tool {name!r} of server {server!r}, which is not in its tool list."
         return call
 
-    def __dir__(self):
+    def __dir__(self) -> list[str]:
         return sorted(set(object.__dir__(self)) | set(self._mcp_functions))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         names = ", ".join(self._mcp_functions)
         return f"<MCP server {self._mcp_name!r} as mcp_{self._mcp_alias}: {names}>"

@@ -12,11 +12,12 @@
 """
 
 import json
+from typing import Any
 
 from mcp._errors import MCPError
 
 
-def _maybe_json(text):
+def _maybe_json(text: str) -> Any:
     stripped = text.strip()
     if stripped[:1] in ("{", "["):
         try:
@@ -26,7 +27,7 @@ def _maybe_json(text):
     return text
 
 
-def _error_text(result):
+def _error_text(result: dict[str, Any]) -> str:
     parts = []
     for item in result.get("content") or ():
         if isinstance(item, dict) and item.get("type") == "text":
@@ -34,7 +35,7 @@ def _error_text(result):
     return "\n".join(parts)
 
 
-def decode(result, server, tool):
+def decode(result: Any, server: str, tool: str) -> Any:
     if not isinstance(result, dict):
         return result
     if result.get("isError"):

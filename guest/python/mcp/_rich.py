@@ -1,6 +1,7 @@
 """What ``runtime.show`` accepts, turned into (mime type, bytes)."""
 
 import io
+from typing import Any
 
 _MAGIC = (
     (b"\x89PNG\r\n\x1a\n", "image/png"),
@@ -10,7 +11,7 @@ _MAGIC = (
 )
 
 
-def _sniff(data):
+def _sniff(data: bytes) -> str | None:
     for magic, mime in _MAGIC:
         if data.startswith(magic):
             return mime
@@ -22,7 +23,7 @@ def _sniff(data):
     return None
 
 
-def to_rich(obj, mime=None):
+def to_rich(obj: Any, mime: str | None = None) -> tuple[str, bytes]:
     if isinstance(obj, (bytes, bytearray, memoryview)):
         data = bytes(obj)
         mime = mime or _sniff(data)
@@ -39,7 +40,7 @@ def to_rich(obj, mime=None):
         # matplotlib.pyplot itself: show its current figure.
         obj = obj.gcf()
     if hasattr(obj, "savefig"):
-        fmt = {"image/svg+xml": "svg", "image/jpeg": "jpeg"}.get(mime, "png")
+        fmt = {"image/svg+xml": "svg", "image/jpeg": "jpeg"}.get(mime or "", "png")
         buffer = io.BytesIO()
         obj.savefig(buffer, format=fmt, bbox_inches="tight")
         return mime or "image/png", buffer.getvalue()

@@ -14,6 +14,8 @@ import sys
 import textwrap
 import tokenize
 import types
+from collections.abc import Callable
+from typing import Any
 
 import _codemode
 from mcp import _rpc, _state
@@ -22,17 +24,17 @@ from mcp._errors import MCPError
 PACKAGE = "mcp.saved"
 
 
-def _filename(name):
+def _filename(name: str) -> str:
     return f"<saved:{name}>"
 
 
-def is_tool_name(name):
+def is_tool_name(name: str) -> bool:
     """Names the host accepts; others (``__all__``, ``__path__``...) are
     ordinary missing attributes of ``mcp.saved``."""
     return _state.is_alias(name) and not (name.startswith("__") and name.endswith("__"))
 
 
-def save_tool(func):
+def save_tool(func: Callable[..., Any]) -> str:
     """Saves ``func`` (a function defined with ``def``) on the host. Any
     later session loads it with ``from mcp.saved import <name>``. Returns a
     confirmation; a name saved by another session is refused (MCPError)."""
@@ -49,13 +51,13 @@ def save_tool(func):
         source += "\n"
     # Source that does not compile is this cell's error: raise it here.
     compile(source, _filename(name), "exec", dont_inherit=True)
-    answer = _rpc.request_blocking(_codemode.save_tool, name, source)
+    answer = _rpc.request_blocking(lambda: _codemode.save_tool(name, source))
     _forget(name)
     verb = "replaced" if answer.get("replaced") else "saved"
     return f"Tool {name!r} {verb}. Load it in any session with: from mcp.saved import {name}"
 
 
-def _forget(name):
+def _forget(name: str) -> None:
     """Drops this session's loaded copy, so the next import gets the new one."""
     package = sys.modules.get(PACKAGE)
     if package is not None:
@@ -63,7 +65,7 @@ def _forget(name):
     sys.modules.pop(f"{PACKAGE}.{name}", None)
 
 
-def load(name, namespace):
+def load(name: str, namespace: dict[str, Any]) -> Callable[..., Any]:
     """The function saved as ``name``: its source, fetched from the host, is
     run in a fresh module ``mcp.saved.<name>``. Kept in ``namespace`` (the
     ``mcp.saved`` module's) so later imports reuse it."""
@@ -71,7 +73,7 @@ def load(name, namespace):
         raise AttributeError(f"module {PACKAGE!r} has no attribute {name!r}")
     module_name = f"{PACKAGE}.{name}"
     try:
-        source = _rpc.request_blocking(_codemode.load_saved_tool, name)["source"]
+        source = _rpc.request_blocking(lambda: _codemode.load_saved_tool(name))["source"]
     except MCPError as exc:
         if exc.kind != "not_found":
             raise
@@ -89,7 +91,7 @@ def load(name, namespace):
     except BaseException:
         sys.modules.pop(module_name, None)
         raise
-    func = module.__dict__.get(name)
+    func: object = module.__dict__.get(name)
     if not callable(func):
         sys.modules.pop(module_name, None)
         raise ImportError(f"the saved tool {name!r} does not define {name}()", name=module_name)
@@ -97,7 +99,7 @@ def load(name, namespace):
     return func
 
 
-def list_saved_tools():
+def list_saved_tools() -> list[dict[str, str]]:
     """The saved tools, as dicts with ``name`` and ``summary`` (the first
     line of the function's docstring). Nothing is run: docstrings are read
     with ``ast``. Load one with ``from mcp.saved import <name>``."""
@@ -105,9 +107,9 @@ def list_saved_tools():
     return [{"name": entry["name"], "summary": _summary(entry["name"])} for entry in entries]
 
 
-def _summary(name):
+def _summary(name: str) -> str:
     try:
-        source = _rpc.request_blocking(_codemode.load_saved_tool, name)["source"]
+        source = _rpc.request_blocking(lambda: _codemode.load_saved_tool(name))["source"]
         tree = ast.parse(source, _filename(name))
     except (MCPError, SyntaxError, ValueError, RecursionError):
         # Removed meanwhile, or a hand-edited file that no longer parses.

@@ -16,11 +16,17 @@ identifier alias and are sent under their real name. A schema without
 
 import keyword
 import re
+import types
 import typing
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from mcp import _state
 
-_JSON_TYPES = {
+# Sends a call's arguments (by the schema's property names) and returns the result.
+Caller = Callable[[dict[str, Any]], Awaitable[Any]]
+
+_JSON_TYPES: dict[str, Any] = {
     "string": str,
     "integer": int,
     "number": float,
@@ -36,7 +42,7 @@ _DEFAULTS = "_codemode_defaults_"
 class Param:
     __slots__ = ("name", "key", "required", "default", "schema")
 
-    def __init__(self, name, key, required, default, schema):
+    def __init__(self, name: str, key: str, required: bool, default: Any, schema: dict[str, Any]) -> None:
         self.name = name
         self.key = key
         self.required = required
@@ -44,7 +50,7 @@ class Param:
         self.schema = schema
 
 
-def _param_name(key, used):
+def _param_name(key: str, used: set[str]) -> str:
     if _state.is_alias(key):
         base = key
     else:
@@ -56,7 +62,7 @@ def _param_name(key, used):
     return _state.unique(base, used)
 
 
-def _annotation(schema, depth=0):
+def _annotation(schema: object, depth: int = 0) -> Any:
     if not isinstance(schema, dict) or depth > 4:
         return typing.Any
     enum = schema.get("enum")
@@ -78,12 +84,12 @@ def _annotation(schema, depth=0):
     return _union(types)
 
 
-def _union(types):
+def _union(types: tuple[Any, ...]) -> Any:
     # The members are only known at run time, so `X | Y` syntax cannot spell it.
     return typing.Union[types] if len(types) > 1 else types[0]  # noqa: UP007
 
 
-def _type_text(schema):
+def _type_text(schema: object) -> str:
     if not isinstance(schema, dict):
         return "any"
     enum = schema.get("enum")
@@ -102,7 +108,7 @@ def _type_text(schema):
     return "any"
 
 
-def _params(schema):
+def _params(schema: object) -> list[Param] | None:
     """The parameters, or None when the schema names no properties."""
     if not isinstance(schema, dict) or not isinstance(schema.get("properties"), dict):
         return None
@@ -120,7 +126,7 @@ def _params(schema):
     return params
 
 
-def _docstring(server, tool, params):
+def _docstring(server: str, tool: _state.ToolMeta, params: list[Param] | None) -> str:
     lines = [(tool.get("description") or "").strip() or f"MCP tool {tool['name']!r}."]
     if params:
         lines += ["", "Parameters:"]
@@ -144,12 +150,12 @@ def _docstring(server, tool, params):
     return "\n".join(lines)
 
 
-def build(server, module_name, tool, call):
+def build(server: str, module_name: str, tool: _state.ToolMeta, call: Caller) -> Callable[..., Any]:
     """An async function for ``tool`` of ``server``; ``call(arguments)``
     performs the request."""
     alias = tool["alias"]
     params = _params(tool.get("input_schema"))
-    parts = []
+    parts: list[str] = []
     if params:
         parts.append("*")
         for index, p in enumerate(params):
@@ -158,8 +164,8 @@ def build(server, module_name, tool, call):
         parts.append("**arguments")
     source = f"async def {alias}({', '.join(parts)}):\n    return await {_CALL}(locals())\n"
 
-    async def invoke(values):
-        arguments = {}
+    async def invoke(values: dict[str, Any]) -> Any:
+        arguments: dict[str, Any] = {}
         for p in params or ():
             value = values[p.name]
             if p.required or value is not p.default:
@@ -168,14 +174,14 @@ def build(server, module_name, tool, call):
             arguments.update(values["arguments"])
         return await call(arguments)
 
-    namespace = {_CALL: invoke, _DEFAULTS: [p.default for p in params or ()], "__name__": module_name}
+    namespace: dict[str, Any] = {_CALL: invoke, _DEFAULTS: [p.default for p in params or ()], "__name__": module_name}
     filename = f"<codemode>/mcp/servers/{alias}.py"
     exec(compile(source, filename, "exec", dont_inherit=True), namespace)
-    func = namespace[alias]
+    func: types.FunctionType = namespace[alias]
     func.__module__ = module_name
     func.__qualname__ = alias
     func.__doc__ = _docstring(server, tool, params)
-    annotations = {}
+    annotations: dict[str, Any] = {}
     for p in params or ():
         try:
             annotation = _annotation(p.schema)
@@ -185,5 +191,6 @@ def build(server, module_name, tool, call):
         if annotation is not typing.Any:
             annotations[p.name] = annotation
     func.__annotations__ = annotations
-    func.__mcp_tool__ = {"server": server, "tool": tool["name"], "inputSchema": tool.get("input_schema")}
+    # The tool behind the function, for user code that wants its schema.
+    func.__dict__["__mcp_tool__"] = {"server": server, "tool": tool["name"], "inputSchema": tool.get("input_schema")}
     return func

@@ -5,15 +5,39 @@ the alias rules shared with the host."""
 import copy
 import keyword
 import re
-
-# name -> {"name", "alias", "description", "cwd", "tools": [{"name", "alias",
-# "description", "input_schema"}]}, in load order.
-servers = {}
-# [{"name", "description"}] for every server the host knows.
-discovered = []
+from typing import Any, TypedDict
 
 
-def sanitize(value, default):
+class ToolMeta(TypedDict):
+    name: str
+    alias: str
+    description: str
+    # The parsed JSON Schema of the arguments; None when it did not parse.
+    input_schema: Any
+
+
+class ServerMeta(TypedDict):
+    """A loaded server, as ``describe_server`` shows it (a plain dict)."""
+
+    name: str
+    alias: str
+    description: str
+    cwd: str | None
+    tools: list[ToolMeta]
+
+
+class DiscoveredMeta(TypedDict):
+    name: str
+    description: str
+
+
+# name -> metadata, in load order.
+servers: dict[str, ServerMeta] = {}
+# Every server the host knows.
+discovered: list[DiscoveredMeta] = []
+
+
+def sanitize(value: object, default: str) -> str:
     """The reference bridge's alias rule: lowercase, non-identifier
     characters to ``_``, a leading digit prefixed with ``_``, keywords
     suffixed with ``_``."""
@@ -25,11 +49,11 @@ def sanitize(value, default):
     return cleaned
 
 
-def is_alias(value):
+def is_alias(value: object) -> bool:
     return isinstance(value, str) and value.isidentifier() and not keyword.iskeyword(value)
 
 
-def unique(base, used):
+def unique(base: str, used: set[str]) -> str:
     """``base``, or ``base_2``, ``base_3``... whichever ``used`` lacks; adds it."""
     candidate, n = base, 1
     while candidate in used:
@@ -39,7 +63,7 @@ def unique(base, used):
     return candidate
 
 
-def find_server(name):
+def find_server(name: object) -> ServerMeta | None:
     """The metadata of a loaded server, by name or alias (case-insensitive)."""
     if name in servers:
         return servers[name]
@@ -51,13 +75,13 @@ def find_server(name):
     return None
 
 
-def server_name(name):
+def server_name(name: str) -> str:
     """The host's name for ``name`` (which may be an alias)."""
     meta = find_server(name)
     return meta["name"] if meta else name
 
 
-def find_tool(meta, tool):
+def find_tool(meta: ServerMeta, tool: object) -> ToolMeta | None:
     """A tool of ``meta`` by name or alias (case-insensitive)."""
     if not isinstance(tool, str):
         return None
@@ -71,13 +95,13 @@ def find_tool(meta, tool):
     return None
 
 
-def tool_name(server, tool):
+def tool_name(server: str, tool: str) -> str:
     """The server's name for ``tool`` (which may be an alias)."""
     meta = find_server(server)
     info = find_tool(meta, tool) if meta else None
     return info["name"] if info else tool
 
 
-def public(meta):
+def public(meta: ServerMeta) -> ServerMeta:
     """A copy of a server's metadata that user code may change freely."""
     return copy.deepcopy(meta)

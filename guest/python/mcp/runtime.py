@@ -17,6 +17,7 @@ this session already has.
 """
 
 import json
+from typing import Any
 
 import _codemode
 from mcp import _docs, _rich, _rpc, _saved, _state
@@ -69,11 +70,11 @@ _CAPABILITY_SUMMARY = """\
 """
 
 
-def _detail_is_full(detail):
+def _detail_is_full(detail: object) -> bool:
     return _docs.normalize_detail(detail) == "full"
 
 
-async def call_tool(server, tool, arguments=None, raw=False):
+async def call_tool(server: str, tool: str, arguments: dict[str, Any] | None = None, raw: bool = False) -> Any:
     """Calls ``tool`` of ``server`` (names or aliases) with ``arguments``
     (a dict). Returns the decoded result, or with ``raw=True`` the MCP
     CallToolResult as a dict."""
@@ -87,93 +88,96 @@ async def call_tool(server, tool, arguments=None, raw=False):
         arguments_json = json.dumps(arguments, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"arguments for {tool_name!r} must be JSON-serializable: {exc}") from None
-    result = await _rpc.request(_codemode.call_tool, name, tool_name, arguments_json, server=name, tool=tool_name)
+    result = await _rpc.request(
+        lambda: _codemode.call_tool(name, tool_name, arguments_json), server=name, tool=tool_name
+    )
     return result if raw else decode(result, name, tool_name)
 
 
-async def list_tools(server):
+async def list_tools(server: str) -> Any:
     """The tools of ``server`` as the host reports them: dicts with name,
     alias, description and inputSchema."""
     name = _state.server_name(server)
-    return await _rpc.request(_codemode.list_tools, name, server=name)
+    return await _rpc.request(lambda: _codemode.list_tools(name), server=name)
 
 
-async def list_servers():
+async def list_servers() -> tuple[Any, ...]:
     """Names of the servers this session may use, asked from the host."""
     return tuple(await _rpc.request(_codemode.list_servers))
 
 
-def list_servers_sync():
+def list_servers_sync() -> tuple[str, ...]:
     """Names of the servers loaded in this session."""
     return tuple(_state.servers)
 
 
-def discovered_servers(detailed=False):
+def discovered_servers(detailed: bool = False) -> tuple[str, ...] | tuple[_state.DiscoveredMeta, ...]:
     """Every server the host knows (loaded or not): names, or with
     ``detailed=True`` dicts with name and description."""
     if detailed:
-        return tuple(dict(entry) for entry in _state.discovered)
+        return tuple(entry.copy() for entry in _state.discovered)
     return tuple(entry["name"] for entry in _state.discovered)
 
 
-def describe_server(name):
+def describe_server(name: str) -> _state.ServerMeta:
     """A loaded server's metadata: name, alias, description, cwd, tools."""
     return _state.public(_docs.require_server(name))
 
 
-def list_loaded_server_metadata():
+def list_loaded_server_metadata() -> tuple[_state.ServerMeta, ...]:
     return tuple(_state.public(meta) for meta in _state.servers.values())
 
 
-def list_tools_sync(server=None):
+def list_tools_sync(server: str | None = None) -> tuple[_state.ToolMeta, ...]:
     """The cached tool list of a loaded server."""
     if server is None:
         raise MCPError("list_tools_sync(server) requires a server name", kind="invalid_arguments")
     return tuple(_state.public(_docs.require_server(server))["tools"])
 
 
-async def query_tool_docs(server, tool=None, detail="summary"):
+async def query_tool_docs(server: str, tool: str | None = None, detail: str = "summary") -> Any:
     """Docs of ``server``'s tools, asked from the host; with ``tool``, that
     tool's doc alone."""
     name = _state.server_name(server)
     tool_name = "" if tool is None else _state.tool_name(name, tool)
+    full = _detail_is_full(detail)
     docs = await _rpc.request(
-        _codemode.query_tool_docs, name, tool_name, _detail_is_full(detail), server=name, tool=tool_name or None
+        lambda: _codemode.query_tool_docs(name, tool_name, full), server=name, tool=tool_name or None
     )
     if tool is not None and isinstance(docs, list) and len(docs) == 1:
         return docs[0]
     return docs
 
 
-def query_tool_docs_sync(server, tool=None, detail="summary"):
+def query_tool_docs_sync(server: str, tool: str | None = None, detail: str = "summary") -> list[dict[str, Any]]:
     """Docs of a loaded server's tools from the cached metadata (a list)."""
     return _docs.query(server, tool, detail)
 
 
-async def search_tool_docs(query, *, limit=5, detail="summary"):
+async def search_tool_docs(query: str, *, limit: int = 5, detail: str = "summary") -> Any:
     """Tools matching every word of ``query``, asked from the host."""
-    limit = _docs.clamp_limit(limit)
-    return await _rpc.request(_codemode.search_tool_docs, str(query), limit, _detail_is_full(detail))
+    text, capped, full = str(query), _docs.clamp_limit(limit), _detail_is_full(detail)
+    return await _rpc.request(lambda: _codemode.search_tool_docs(text, capped, full))
 
 
-def search_tool_docs_sync(query, *, limit=5, detail="summary"):
+def search_tool_docs_sync(query: str, *, limit: int = 5, detail: str = "summary") -> list[dict[str, Any]]:
     """Tools of the loaded servers matching every word of ``query``."""
     return _docs.search(query, limit, detail)
 
 
-def capability_summary():
+def capability_summary() -> str:
     """A short manual of this sandbox."""
     return _CAPABILITY_SUMMARY
 
 
-def show(obj, mime=None):
+def show(obj: Any, mime: str | None = None) -> None:
     """Returns an image with the cell's result: PNG/JPEG/GIF/SVG bytes, a
     matplotlib figure (or pyplot itself), or a PIL image."""
     mime_type, data = _rich.to_rich(obj, mime)
     _codemode.add_rich(mime_type, data)
 
 
-def keep_processes(keep=True):
+def keep_processes(keep: bool = True) -> bool:
     """Whether processes this session's cells start keep running after the
     cell ends. Off by default: at the end of each cell, every process it
     left running is ended (SIGKILL). ``keep_processes()`` keeps them until

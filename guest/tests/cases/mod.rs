@@ -1,6 +1,7 @@
 mod cells;
 mod environment;
 mod interrupts;
+mod native_stub;
 mod output;
 mod protocol;
 mod rpc;

@@ -2,4 +2,4 @@
 brings its tool functions. Filled in when the host's Init (or a later
 AddServers) arrives."""
 
-__all__ = []
+__all__: list[str] = []
