@@ -107,33 +107,75 @@ async fn sigterm_cleans_up(runtime: &str) {
 }
 per_runtime!(sigterm_cleans_up);
 
-/// A bridge killed outright cannot clean up; bubblewrap sandboxes die with
-/// it (--die-with-parent) and the next podman bridge sweeps its containers.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_killed_bridges_containers_are_swept_by_the_next_one() {
+/// A codemode killed outright cannot clean up, but nothing it started
+/// outlives it: bubblewrap has --die-with-parent, proxied servers get
+/// SIGKILL as their parent-death signal, and podman's client gets SIGTERM,
+/// on which it stops and removes its container.
+async fn a_killed_codemode_leaves_nothing(runtime: &str) {
     let fx = Fixture::new();
-    let c = fx.client("podman", &[]).await;
-    assert_eq!(c.run("print(1)").await.status(), "success");
+    let c = fx.client(runtime, &["--warm-pool", "2"]).await;
+    let r = c.run_with("print(1)", &["time"]).await;
+    assert_eq!(r.status(), "success", "{r:?}");
     let pid = c.pid;
-    assert!(
-        !podman_containers_of(pid).is_empty(),
-        "its sandbox container runs"
-    );
+    let children = children_matching(pid, "");
+    assert!(children.len() >= 2, "a sandbox and a server: {children:?}");
     let _ = std::process::Command::new("kill")
         .args(["-KILL", &pid.to_string()])
         .status();
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    drop(c);
-    let next = fx.client("podman", &[]).await;
-    assert_eq!(next.run("print(2)").await.status(), "success");
-    let mut left = podman_containers_of(pid);
-    for _ in 0..50 {
+    let mut left = Vec::new();
+    for _ in 0..150 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        left = children
+            .iter()
+            .filter(|p| is_running(**p))
+            .map(|p| format!("child {p}"))
+            .collect();
+        if runtime == "podman" {
+            left.extend(podman_containers_of(pid));
+        }
         if left.is_empty() {
             break;
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        left = podman_containers_of(pid);
     }
-    assert!(left.is_empty(), "swept: {left:?}");
+    assert!(
+        left.is_empty(),
+        "left behind by a killed codemode: {left:#?}"
+    );
+    drop(c);
+}
+per_runtime!(a_killed_codemode_leaves_nothing);
+
+/// A container whose owner is gone (a start interrupted before its client
+/// could clean up: left `created`, say) is removed by the next bridge.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gone_bridges_containers_are_swept_by_the_next_one() {
+    let fx = Fixture::new();
+    let mut exited = std::process::Command::new("true").spawn().expect("true");
+    let gone = exited.id();
+    exited.wait().expect("wait");
+    let image = String::from_utf8_lossy(
+        &std::process::Command::new("podman")
+            .args(["images", "--format", "{{.Repository}}:{{.Tag}}"])
+            .args(["--filter", "reference=localhost/codemode-sandbox"])
+            .output()
+            .expect("podman images")
+            .stdout,
+    )
+    .lines()
+    .next()
+    .expect("a codemode image")
+    .to_string();
+    let name = format!("codemode-leftover-{gone}");
+    let created = std::process::Command::new("podman")
+        .args(["create", "--name", &name])
+        .args(["--label", &format!("io.codemode.owner-pid={gone}")])
+        .arg(&image)
+        .output()
+        .expect("podman create");
+    assert!(created.status.success(), "{created:?}");
+    assert_eq!(podman_containers_of(gone), [name.clone()]);
+    let next = fx.client("podman", &[]).await;
+    assert_eq!(next.run("print(2)").await.status(), "success");
+    assert!(podman_containers_of(gone).is_empty(), "{name} was swept");
     next.close().await;
 }

@@ -215,36 +215,46 @@ fn default_podman_runtime() -> Option<String> {
 }
 
 /// Removes containers left behind by bridges that are gone (crashed or
-/// killed before they could clean up). Returns how many were removed.
+/// killed before they could clean up, or a start interrupted midway).
+/// Returns how many were removed.
 pub async fn sweep_stale_containers(backend: &OciBackend) -> usize {
     let mut cmd = super::client::command(&backend.binary);
     cmd.args(backend.global_args());
-    cmd.args([
-        "ps",
-        "-a",
-        "--filter",
-        &format!("label={OWNER_LABEL}"),
-        "--format",
-    ]);
-    cmd.arg(format!("{{{{.Names}}}} {{{{.Label \"{OWNER_LABEL}\"}}}}"));
-    let Ok(out) = super::client::output(cmd, super::client::SHORT).await else {
-        return 0;
+    cmd.args(["ps", "-a", "--filter", &format!("label={OWNER_LABEL}")]);
+    // podman's templates have no `.Label`; its JSON does the job. docker's
+    // JSON differs from podman's, and its templates have `.Label`.
+    match backend.engine {
+        OciEngine::Podman => cmd.args(["--format", "json"]),
+        OciEngine::Docker => cmd
+            .arg("--format")
+            .arg(format!("{{{{.Names}}}} {{{{.Label \"{OWNER_LABEL}\"}}}}")),
+    };
+    let out = match super::client::output(cmd, super::client::SHORT).await {
+        Ok(out) if out.status.success() => out,
+        Ok(out) => {
+            let err = String::from_utf8_lossy(&out.stderr);
+            tracing::warn!(
+                "could not list containers left by earlier bridges: {}",
+                err.trim()
+            );
+            return 0;
+        }
+        Err(err) => {
+            tracing::warn!("could not list containers left by earlier bridges: {err}");
+            return 0;
+        }
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    let owned = match backend.engine {
+        OciEngine::Podman => owners_from_podman_json(&text),
+        OciEngine::Docker => owners_from_lines(&text),
     };
     let mut removed = 0;
-    for line in String::from_utf8_lossy(&out.stdout).lines() {
-        let mut parts = line.split_whitespace();
-        let (Some(name), Some(pid)) = (parts.next(), parts.next()) else {
-            continue;
-        };
-        let alive = pid
-            .parse::<u32>()
-            .ok()
-            .map(super::bridge_alive)
-            .unwrap_or(false);
-        if alive {
+    for (name, pid) in owned {
+        if pid.parse::<u32>().is_ok_and(super::bridge_alive) {
             continue;
         }
-        if super::client::remove(&backend.binary, &backend.global_args(), name).await {
+        if super::client::remove(&backend.binary, &backend.global_args(), &name).await {
             tracing::info!(
                 container = name,
                 owner_pid = pid,
@@ -254,4 +264,51 @@ pub async fn sweep_stale_containers(backend: &OciBackend) -> usize {
         }
     }
     removed
+}
+
+/// `(name, owner pid)` of each container in `podman ps --format json`.
+fn owners_from_podman_json(text: &str) -> Vec<(String, String)> {
+    let Ok(serde_json::Value::Array(items)) = serde_json::from_str(text) else {
+        return Vec::new();
+    };
+    items
+        .iter()
+        .filter_map(|c| {
+            let name = c.get("Names")?.get(0)?.as_str()?;
+            let pid = c.get("Labels")?.get(OWNER_LABEL)?.as_str()?;
+            Some((name.to_string(), pid.to_string()))
+        })
+        .collect()
+}
+
+/// `(name, owner pid)` from lines of `NAME PID`.
+fn owners_from_lines(text: &str) -> Vec<(String, String)> {
+    text.lines()
+        .filter_map(|line| {
+            let mut parts = line.split_whitespace();
+            Some((parts.next()?.to_string(), parts.next()?.to_string()))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn owners_are_read_from_podman_json_and_docker_lines() {
+        let podman = format!(
+            r#"[{{"Names":["codemode-a-1"],"Labels":{{"{OWNER_LABEL}":"42","x":"y"}}}},
+                {{"Names":["other"],"Labels":null}}]"#
+        );
+        assert_eq!(
+            owners_from_podman_json(&podman),
+            [("codemode-a-1".to_string(), "42".to_string())]
+        );
+        assert!(owners_from_podman_json("not json").is_empty());
+        assert_eq!(
+            owners_from_lines("codemode-b-2 7\nbroken\n"),
+            [("codemode-b-2".to_string(), "7".to_string())]
+        );
+    }
 }
