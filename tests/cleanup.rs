@@ -173,7 +173,7 @@ async fn a_gone_bridges_containers_are_swept_by_the_next_one() {
         .output()
         .expect("podman create");
     assert!(created.status.success(), "{created:?}");
-    assert_eq!(podman_containers_of(gone), [name.clone()]);
+    assert_eq!(podman_containers_of(gone), std::slice::from_ref(&name));
     let next = fx.client("podman", &[]).await;
     assert_eq!(next.run("print(2)").await.status(), "success");
     assert!(podman_containers_of(gone).is_empty(), "{name} was swept");
