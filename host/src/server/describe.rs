@@ -10,6 +10,7 @@ use std::sync::Arc;
 use rmcp::model::{Implementation, Tool, ToolAnnotations};
 use serde_json::{json, Map, Value};
 
+use super::RunPythonArgs;
 use crate::bridge::RunStatus;
 use crate::config::ServerConfig;
 
@@ -128,21 +129,11 @@ pub fn output_schema() -> Value {
 }
 
 pub fn tool_definition(max_timeout: u64, default_timeout: u64) -> Tool {
-    let input = json!({
-        "type": "object",
-        "properties": {
-            "code": {"type": "string", "description": "Python to run. Top-level await works; state persists between calls."},
-            "servers": {"type": "array", "items": {"type": "string"}, "description": "MCP servers to load as mcp_<alias> modules (names are in the instructions and runtime.discovered_servers())."},
-            "timeout": {"type": "integer", "minimum": 1, "maximum": max_timeout, "default": default_timeout, "description": "Seconds before the cell is interrupted."},
-            "session": {"type": "string", "description": "Session name; calls with the same name share state (default: one per connection)."}
-        },
-        "required": ["code"]
-    });
     Tool::new(
         TOOL_NAME,
         "Run Python in a persistent sandbox (like a notebook) where configured MCP servers are Python modules. \
          Prefer one cell that discovers, calls and combines tools over many calls.",
-        object(input),
+        RunPythonArgs::schema(max_timeout, default_timeout),
     )
     .with_title("Run Python")
     .with_raw_output_schema(object(output_schema()))

@@ -14,16 +14,18 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
-use serde_json::{json, Value};
+use serde_json::json;
 
-use crate::bridge::{Bridge, RunOutcome, RunRequest, RunStatus};
+use crate::bridge::{Bridge, RunOutcome, RunStatus};
 use crate::render::render;
 use crate::sandbox::OutputListener;
 
 pub const MANUAL: &str = include_str!("manual.md");
 pub const MANUAL_URI: &str = "resource://codemode/manual";
 
+mod args;
 pub(crate) mod describe;
+pub use args::RunPythonArgs;
 pub use describe::{server_info, tool_definition, TOOL_NAME};
 static CONNECTIONS: AtomicU64 = AtomicU64::new(1);
 
@@ -41,78 +43,6 @@ impl CodemodeServer {
             connection: CONNECTIONS.fetch_add(1, Ordering::SeqCst),
         }
     }
-}
-
-/// Parses `run_python` arguments; `Err` is a validation message.
-pub fn parse_arguments(
-    args: Option<&serde_json::Map<String, Value>>,
-    default_session: &str,
-) -> Result<RunRequest, String> {
-    let empty = serde_json::Map::new();
-    let args = args.unwrap_or(&empty);
-    if let Some(unknown) = args
-        .keys()
-        .find(|k| !["code", "servers", "timeout", "session"].contains(&k.as_str()))
-    {
-        return Err(format!(
-            "unknown argument {unknown:?}; expected code, servers, timeout, session"
-        ));
-    }
-    let code = match args.get("code") {
-        Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
-        Some(Value::String(_)) | None => {
-            return Err("missing 'code': expected a non-empty string of Python".into())
-        }
-        Some(other) => return Err(format!("'code' must be a string, got {other}")),
-    };
-    let servers = match args.get("servers") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(items)) => items
-            .iter()
-            .map(|v| {
-                v.as_str()
-                    .map(str::to_string)
-                    .ok_or_else(|| format!("'servers' must be a list of names, got item {v}"))
-            })
-            .collect::<Result<_, _>>()?,
-        Some(Value::String(s)) => s
-            .split(',')
-            .map(|x| x.trim().to_string())
-            .filter(|x| !x.is_empty())
-            .collect(),
-        Some(other) => return Err(format!("'servers' must be a list of names, got {other}")),
-    };
-    let timeout = match args.get("timeout") {
-        None | Some(Value::Null) => None,
-        Some(Value::Number(n)) => match n.as_f64() {
-            Some(f) if f >= 1.0 && f.is_finite() => Some(f.ceil() as u64),
-            _ => {
-                return Err(format!(
-                    "'timeout' must be a positive number of seconds, got {n}"
-                ))
-            }
-        },
-        Some(other) => {
-            return Err(format!(
-                "'timeout' must be an integer number of seconds, got {other}"
-            ))
-        }
-    };
-    let session = match args.get("session") {
-        None | Some(Value::Null) => default_session.to_string(),
-        Some(Value::String(s)) if !s.is_empty() && s.len() <= 128 => s.clone(),
-        Some(other) => {
-            return Err(format!(
-                "'session' must be a short non-empty string, got {other}"
-            ))
-        }
-    };
-    Ok(RunRequest {
-        code,
-        servers,
-        timeout,
-        session,
-    })
 }
 
 /// Progress notifications one call may send at most.
@@ -209,11 +139,11 @@ impl ServerHandler for CodemodeServer {
             return Ok(render(&out, mode).into());
         }
         let default_session = format!("connection-{}", self.connection);
-        let req = match parse_arguments(request.arguments.as_ref(), &default_session) {
-            Ok(r) => r,
-            Err(msg) => {
+        let req = match RunPythonArgs::parse(request.arguments.as_ref()) {
+            Ok(args) => args.into_request(&default_session),
+            Err(err) => {
                 return Ok(render(
-                    &RunOutcome::failed(RunStatus::ValidationError, msg, vec![]),
+                    &RunOutcome::failed(RunStatus::ValidationError, err.to_string(), vec![]),
                     mode,
                 )
                 .into())
