@@ -188,7 +188,7 @@ impl Settings {
     }
 
     /// The CPU quota: `None` for `none` (or 0), else a positive number of CPUs.
-    pub fn cpu_quota(&self) -> Result<Option<f64>, String> {
+    pub fn cpu_quota(&self) -> Result<Option<f64>, CpuError> {
         let t = self.cpus.trim();
         if t.eq_ignore_ascii_case("none") {
             return Ok(None);
@@ -196,20 +196,32 @@ impl Settings {
         match t.parse::<f64>() {
             Ok(0.0) => Ok(None),
             Ok(v) if v.is_finite() && v > 0.0 => Ok(Some(v)),
-            _ => Err(format!(
-                "--cpus: expected a positive number of CPUs such as 1 or 0.5, or none; got {t:?}"
-            )),
+            _ => Err(CpuError(t.to_string())),
         }
     }
 
     /// Memory limit in bytes, parsed from forms like `512m`, `1g`, `1048576`.
-    pub fn memory_bytes(&self) -> Result<u64, String> {
+    pub fn memory_bytes(&self) -> Result<u64, SizeError> {
         parse_size(&self.memory)
     }
 }
 
+/// A `--cpus` value that is not a positive number or `none`.
+#[derive(Debug, thiserror::Error)]
+#[error("--cpus: expected a positive number of CPUs such as 1 or 0.5, or none; got {0:?}")]
+pub struct CpuError(String);
+
+/// A size that is not a number of bytes with an optional k/m/g suffix.
+#[derive(Debug, thiserror::Error)]
+pub enum SizeError {
+    #[error("expected a size like 512m or 1g, got {0:?}")]
+    NotASize(String),
+    #[error("size {0:?} is too large")]
+    TooLarge(String),
+}
+
 /// Parses `512m`, `1g`, `64k`, `1024` (bytes) into bytes.
-pub fn parse_size(text: &str) -> Result<u64, String> {
+pub fn parse_size(text: &str) -> Result<u64, SizeError> {
     let t = text.trim().to_ascii_lowercase();
     let t = t.strip_suffix('b').unwrap_or(&t);
     let (num, mult) = match t.chars().last() {
@@ -221,10 +233,10 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
     let value: u64 = num
         .trim()
         .parse()
-        .map_err(|_| format!("expected a size like 512m or 1g, got {text:?}"))?;
+        .map_err(|_| SizeError::NotASize(text.to_string()))?;
     value
         .checked_mul(mult)
-        .ok_or_else(|| format!("size {text:?} is too large"))
+        .ok_or_else(|| SizeError::TooLarge(text.to_string()))
 }
 
 #[cfg(test)]
@@ -237,6 +249,6 @@ mod tests {
         assert_eq!(parse_size("1G").unwrap(), 1 << 30);
         assert_eq!(parse_size("64k").unwrap(), 64 << 10);
         assert_eq!(parse_size("1000").unwrap(), 1000);
-        assert!(parse_size("lots").unwrap_err().contains("512m"));
+        assert!(parse_size("lots").unwrap_err().to_string().contains("512m"));
     }
 }

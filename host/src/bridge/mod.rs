@@ -47,8 +47,10 @@ pub enum BridgeError {
     Runtime(#[from] runtime::RuntimeError),
     #[error(transparent)]
     Mount(#[from] runtime::MountError),
-    #[error("invalid setting: {0}")]
-    Setting(String),
+    #[error("invalid --memory: {0}")]
+    Memory(#[from] crate::settings::SizeError),
+    #[error(transparent)]
+    Cpus(#[from] crate::settings::CpuError),
     #[error("cannot prepare the state directory {path}: {source}")]
     StateDir {
         path: PathBuf,
@@ -143,9 +145,9 @@ pub struct Bridge {
 /// The limits every sandbox of these settings gets.
 pub fn sandbox_limits(settings: &Settings) -> Result<Limits, BridgeError> {
     Ok(Limits {
-        memory_bytes: settings.memory_bytes().map_err(BridgeError::Setting)?,
+        memory_bytes: settings.memory_bytes()?,
         pids: settings.pids,
-        cpus: settings.cpu_quota().map_err(BridgeError::Setting)?,
+        cpus: settings.cpu_quota()?,
         user: settings.container_user.clone(),
         tmpfs_bytes: TMPFS_BYTES,
         cpu_seconds: BWRAP_CPU_SECONDS,

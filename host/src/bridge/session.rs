@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::rpc::SessionRpc;
 use super::{Bridge, RunOutcome, RunStatus};
-use crate::sandbox::{CellRequest, CellStatus, OutputListener, Sandbox};
+use crate::sandbox::{CellRequest, CellStatus, OutputListener, Sandbox, SandboxError};
 
 /// Total bytes of images one cell may return: they travel in the Finished
 /// frame, which must fit the guest frame limit.
@@ -49,7 +49,7 @@ impl Session {
         bridge: &Arc<Bridge>,
         wanted: &[String],
         notes: &mut Vec<String>,
-    ) -> Result<(), String> {
+    ) -> Result<(), PrepareError> {
         if let Some(sb) = self.sandbox.as_mut() {
             if !sb.is_alive() {
                 self.sandbox = None;
@@ -68,12 +68,12 @@ impl Session {
         if self.sandbox.is_none() {
             let mut all = self.servers.clone();
             all.extend(new.iter().cloned());
-            let infos = bridge
-                .pool
-                .server_infos(&all)
+            let infos = bridge.pool.server_infos(&all).await?;
+            let mut sb = bridge
+                .warm_pool()
+                .take()
                 .await
-                .map_err(|e| e.to_string())?;
-            let mut sb = bridge.warm_pool().take().await.map_err(start_error)?;
+                .map_err(PrepareError::start)?;
             let init = Init {
                 protocol_major: codemode_proto::PROTOCOL_MAJOR,
                 protocol_minor: codemode_proto::PROTOCOL_MINOR,
@@ -86,21 +86,15 @@ impl Session {
                 }),
                 ..Init::default()
             };
-            sb.init(init)
-                .await
-                .map_err(|e| format!("could not initialize the sandbox: {e}"))?;
+            sb.init(init).await.map_err(PrepareError::Init)?;
             self.sandbox = Some(sb);
             self.servers = all;
         } else if !new.is_empty() {
-            let infos = bridge
-                .pool
-                .server_infos(&new)
-                .await
-                .map_err(|e| e.to_string())?;
+            let infos = bridge.pool.server_infos(&new).await?;
             if let Some(sb) = self.sandbox.as_mut() {
                 sb.add_servers(infos)
                     .await
-                    .map_err(|e| format!("could not add servers to the sandbox: {e}"))?;
+                    .map_err(PrepareError::AddServers)?;
             }
             self.servers.extend(new);
         }
@@ -119,7 +113,7 @@ impl Session {
         self.last_used = Instant::now();
         let mut notes = Vec::new();
         if let Err(e) = self.prepare(bridge, wanted, &mut notes).await {
-            let mut out = RunOutcome::failed(RunStatus::Error, e, wanted.to_vec());
+            let mut out = RunOutcome::failed(RunStatus::Error, e.to_string(), wanted.to_vec());
             out.notes = notes;
             return out;
         }
@@ -234,17 +228,36 @@ fn ended_note(n: u32) -> String {
 }
 
 /// Why no sandbox could be started, with the fix for a missing image.
-fn start_error(e: crate::sandbox::SandboxError) -> String {
-    let text = e.to_string();
-    let missing_image = text.contains("image not known")
-        || text.contains("No such image")
-        || text.contains("Unable to find image");
-    let hint = if missing_image {
-        "; build it with `codemode image build` (or run with --runtime bubblewrap)"
-    } else {
-        ""
-    };
-    format!("could not start a sandbox: {text}{hint}")
+/// Why a session could not get a sandbox ready for a call.
+#[derive(Debug, thiserror::Error)]
+enum PrepareError {
+    #[error(transparent)]
+    Servers(#[from] crate::proxy::ProxyError),
+    #[error("could not start a sandbox: {source}{hint}")]
+    Start {
+        source: SandboxError,
+        hint: &'static str,
+    },
+    #[error("could not initialize the sandbox: {0}")]
+    Init(SandboxError),
+    #[error("could not add servers to the sandbox: {0}")]
+    AddServers(SandboxError),
+}
+
+impl PrepareError {
+    /// A start failure, with a hint when the image is missing.
+    fn start(source: SandboxError) -> Self {
+        let text = source.to_string();
+        let missing_image = text.contains("image not known")
+            || text.contains("No such image")
+            || text.contains("Unable to find image");
+        let hint = if missing_image {
+            "; build it with `codemode image build` (or run with --runtime bubblewrap)"
+        } else {
+            ""
+        };
+        Self::Start { source, hint }
+    }
 }
 
 fn format_py_error(e: &codemode_proto::v1::PyError) -> String {
