@@ -69,7 +69,7 @@ impl Session {
             let mut all = self.servers.clone();
             all.extend(new.iter().cloned());
             let infos = bridge.pool.server_infos(&all).await?;
-            let mut sb = bridge
+            let sb = bridge
                 .warm_pool()
                 .take()
                 .await
@@ -86,8 +86,7 @@ impl Session {
                 }),
                 ..Init::default()
             };
-            sb.init(init).await.map_err(PrepareError::Init)?;
-            self.sandbox = Some(sb);
+            self.sandbox = Some(sb.init(init).await.map_err(PrepareError::Init)?);
             self.servers = all;
         } else if !new.is_empty() {
             let infos = bridge.pool.server_infos(&new).await?;

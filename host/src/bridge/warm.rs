@@ -9,14 +9,14 @@ use std::sync::Arc;
 use tokio::sync::Mutex;
 
 use crate::runtime::{Backend, LaunchSpec};
-use crate::sandbox::{Sandbox, SandboxError};
+use crate::sandbox::{Sandbox, SandboxError, Started};
 
 pub struct WarmPool {
     backend: Backend,
     spec: LaunchSpec,
     max_frame: usize,
     target: usize,
-    ready: Mutex<VecDeque<Sandbox>>,
+    ready: Mutex<VecDeque<Sandbox<Started>>>,
     refilling: Mutex<()>,
     counter: AtomicU64,
     closed: std::sync::atomic::AtomicBool,
@@ -44,13 +44,13 @@ impl WarmPool {
     }
 
     /// Starts a fresh sandbox now.
-    pub async fn start_one(&self) -> Result<Sandbox, SandboxError> {
+    pub async fn start_one(&self) -> Result<Sandbox<Started>, SandboxError> {
         Sandbox::start(&self.backend, &self.next_spec(), self.max_frame).await
     }
 
     /// A ready sandbox: from the pool when one is there, else started now.
     /// Triggers a background refill either way.
-    pub async fn take(self: &Arc<Self>) -> Result<Sandbox, SandboxError> {
+    pub async fn take(self: &Arc<Self>) -> Result<Sandbox<Started>, SandboxError> {
         let pooled = loop {
             let next = self.ready.lock().await.pop_front();
             match next {
@@ -106,7 +106,7 @@ impl WarmPool {
         // shuts that sandbox down; wait for it, so nothing it started
         // outlives the bridge.
         let _refill_done = self.refilling.lock().await;
-        let all: Vec<Sandbox> = self.ready.lock().await.drain(..).collect();
+        let all: Vec<Sandbox<Started>> = self.ready.lock().await.drain(..).collect();
         futures::future::join_all(all.into_iter().map(Sandbox::shutdown)).await;
     }
 }

@@ -18,7 +18,7 @@ use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 
 use super::output::{CappedStream, OutputListener};
-use super::{ProtocolViolation, Sandbox, SandboxError};
+use super::{Initialized, ProtocolViolation, Sandbox, SandboxError};
 
 /// After the cell's own timeout the guest interrupts it itself; this is how
 /// much longer the host waits for Finished before killing the sandbox
@@ -139,7 +139,7 @@ fn rpc_error(kind: ErrorKind, message: impl Into<String>) -> RpcError {
     }
 }
 
-impl Sandbox {
+impl Sandbox<Initialized> {
     /// Runs one cell. `Err` means the sandbox is unusable (the caller drops
     /// it); a timeout that needed a kill is `Ok` with `sandbox_lost` set.
     pub async fn run_cell(&mut self, req: CellRequest<'_>) -> Result<CellResult, SandboxError> {

@@ -9,6 +9,7 @@ mod output;
 #[cfg(test)]
 mod tests;
 
+use std::marker::PhantomData;
 use std::time::Duration;
 
 use codemode_proto::codec::FrameCodec;
@@ -88,25 +89,36 @@ type Reader = FramedRead<Source, FrameCodec<GuestMessage, HostMessage>>;
 /// How long a shutdown lets the writer task deliver Shutdown.
 const SHUTDOWN_SEND_WAIT: Duration = Duration::from_millis(200);
 
-/// A started, handshaken guest.
-pub struct Sandbox {
+/// State of a sandbox that has sent Ready and awaits Init (the warm pool
+/// holds these): it accepts only `init` and `shutdown`.
+#[derive(Debug)]
+pub struct Started;
+/// State of a sandbox that has been sent Init (a session holds these): it
+/// runs cells and accepts more servers.
+#[derive(Debug)]
+pub struct Initialized;
+
+/// A handshaken guest in state `S`. Which messages may be sent is a matter
+/// of types: `Init` only from [`Started`], `Execute` and `AddServers` only
+/// from [`Initialized`], `Shutdown` from either; `send` is private.
+pub struct Sandbox<S = Initialized> {
     /// The sandbox process; `None` for an in-process guest (tests).
     process: Option<SandboxProcess>,
     name: String,
     reader: Reader,
     outbox: Outbox,
     next_execution: u64,
-    initialized: bool,
     max_frame_bytes: usize,
+    state: PhantomData<S>,
 }
 
-impl std::fmt::Debug for Sandbox {
+impl<S> std::fmt::Debug for Sandbox<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Sandbox").field("name", &self.name).finish()
     }
 }
 
-impl Sandbox {
+impl Sandbox<Started> {
     /// Launches a sandbox and waits for the guest's Ready frame.
     pub async fn start(
         backend: &Backend,
@@ -202,25 +214,46 @@ impl Sandbox {
             reader,
             outbox,
             next_execution: 1,
-            initialized: false,
             max_frame_bytes,
+            state: PhantomData,
         })
     }
 
-    /// Whether the sandbox process is still running.
-    pub fn is_alive(&mut self) -> bool {
-        self.process.as_mut().is_none_or(|p| !p.has_exited())
-    }
-
-    pub async fn init(&mut self, init: Init) -> Result<(), SandboxError> {
+    /// Sends Init: the sandbox is then ready to run cells.
+    pub async fn init(mut self, init: Init) -> Result<Sandbox<Initialized>, SandboxError> {
         self.send(host_message::Kind::Init(init)).await?;
-        self.initialized = true;
-        Ok(())
+        let Sandbox {
+            process,
+            name,
+            reader,
+            outbox,
+            next_execution,
+            max_frame_bytes,
+            state: _,
+        } = self;
+        Ok(Sandbox {
+            process,
+            name,
+            reader,
+            outbox,
+            next_execution,
+            max_frame_bytes,
+            state: PhantomData,
+        })
     }
+}
 
+impl Sandbox<Initialized> {
     pub async fn add_servers(&mut self, servers: Vec<ServerInfo>) -> Result<(), SandboxError> {
         self.send(host_message::Kind::AddServers(AddServers { servers }))
             .await
+    }
+}
+
+impl<S> Sandbox<S> {
+    /// Whether the sandbox process is still running.
+    pub fn is_alive(&mut self) -> bool {
+        self.process.as_mut().is_none_or(|p| !p.has_exited())
     }
 
     async fn send(&mut self, kind: host_message::Kind) -> Result<(), SandboxError> {

@@ -45,7 +45,10 @@ async fn sandbox_with_fake_guest(pipe: usize) -> (Sandbox, GuestReader, GuestWri
         .expect("send Ready");
     let sandbox = Sandbox::over_channel("fake", host_read, host_write, FRAME_MAX)
         .await
-        .expect("handshake");
+        .expect("handshake")
+        .init(Init::default())
+        .await
+        .expect("init");
     (sandbox, reader, writer)
 }
 
