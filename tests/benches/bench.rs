@@ -122,7 +122,10 @@ async fn in_cell_gather(runtime: &str, n: usize) -> f64 {
     let fx = Fixture::new();
     let c = fx.client(runtime, &[]).await;
     let warm = c
-        .run_with("import asyncio\nawait mcp_everything.echo(message='warm')", &["everything"])
+        .run_with(
+            "import asyncio\nawait mcp_everything.echo(message='warm')",
+            &["everything"],
+        )
         .await;
     assert_eq!(warm.status(), "success");
     let empty = {
