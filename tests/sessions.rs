@@ -298,3 +298,34 @@ print(await mcp_everything.echo(message="still usable"))
     assert!(out.contains("Echo: still usable"), "{out}");
     c.close().await;
 }
+
+/// A call that arrives while the warm pool is still starting its sandbox
+/// (right after `initialize`) takes that sandbox, instead of starting a
+/// second one that would compete with it for the CPU.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_call_takes_the_sandbox_the_pool_is_starting() {
+    let fx = Fixture::new();
+    let c = fx.client("podman", &["--warm-pool", "1"]).await;
+    // podman's hostname is the container's short id.
+    let r = c.run("import socket; print(socket.gethostname())").await;
+    assert_eq!(r.status(), "success", "{r:?}");
+    let id = r.stdout().trim().to_string();
+    let out = std::process::Command::new("podman")
+        .args(["ps", "--format", "{{.ID}} {{.Names}}"])
+        .args([
+            "--filter",
+            &format!("label=io.codemode.owner-pid={}", c.pid),
+        ])
+        .output()
+        .expect("podman ps");
+    let listing = String::from_utf8_lossy(&out.stdout).to_string();
+    let name = listing
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{id} ")))
+        .unwrap_or_else(|| panic!("container {id} in {listing}"));
+    assert!(
+        name.ends_with("-0"),
+        "the session runs in the pool's first sandbox: {name} ({listing})"
+    );
+    c.close().await;
+}

@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, Notify};
 
 use crate::runtime::{Backend, LaunchSpec};
 use crate::sandbox::{Sandbox, SandboxError, Started};
@@ -18,6 +18,8 @@ pub struct WarmPool {
     target: usize,
     ready: Mutex<VecDeque<Sandbox<Started>>>,
     refilling: Mutex<()>,
+    /// Woken when a refill adds a sandbox or stops.
+    refilled: Notify,
     counter: AtomicU64,
     closed: std::sync::atomic::AtomicBool,
 }
@@ -31,6 +33,7 @@ impl WarmPool {
             target,
             ready: Mutex::new(VecDeque::new()),
             refilling: Mutex::new(()),
+            refilled: Notify::new(),
             counter: AtomicU64::new(0),
             closed: std::sync::atomic::AtomicBool::new(false),
         })
@@ -48,25 +51,38 @@ impl WarmPool {
         Sandbox::start(&self.backend, &self.next_spec(), self.max_frame).await
     }
 
-    /// A ready sandbox: from the pool when one is there, else started now.
-    /// Triggers a background refill either way.
+    /// A ready sandbox: from the pool when one is there; else the one a
+    /// refill is starting (already partway, and a second start would only
+    /// compete with it for the CPU); else started now. Triggers a
+    /// background refill either way.
     pub async fn take(self: &Arc<Self>) -> Result<Sandbox<Started>, SandboxError> {
         let pooled = loop {
-            let next = self.ready.lock().await.pop_front();
-            match next {
-                Some(mut sb) => {
-                    if sb.is_alive() {
-                        break Some(sb);
-                    }
-                    sb.shutdown().await;
-                }
-                None => break None,
+            // Registered before looking, so a push in between is not missed.
+            let refilled = self.refilled.notified();
+            if let Some(sb) = self.pop_alive().await {
+                break Some(sb);
             }
+            if self.refilling.try_lock().is_ok() || self.closed.load(Ordering::SeqCst) {
+                // No refill in flight; one may have just finished.
+                break self.pop_alive().await;
+            }
+            refilled.await;
         };
         self.spawn_refill();
         match pooled {
             Some(sb) => Ok(sb),
             None => self.start_one().await,
+        }
+    }
+
+    /// The first pooled sandbox still alive (dead ones are shut down).
+    async fn pop_alive(&self) -> Option<Sandbox<Started>> {
+        loop {
+            let mut sb = self.ready.lock().await.pop_front()?;
+            if sb.is_alive() {
+                return Some(sb);
+            }
+            sb.shutdown().await;
         }
     }
 
@@ -79,9 +95,16 @@ impl WarmPool {
     }
 
     async fn refill(&self) {
-        let Ok(_guard) = self.refilling.try_lock() else {
+        let Ok(guard) = self.refilling.try_lock() else {
             return;
         };
+        self.fill().await;
+        drop(guard);
+        // Waiters re-check: a sandbox, or no refill any more.
+        self.refilled.notify_waiters();
+    }
+
+    async fn fill(&self) {
         while !self.closed.load(Ordering::SeqCst) && self.ready.lock().await.len() < self.target {
             match self.start_one().await {
                 Ok(sb) => {
@@ -90,6 +113,7 @@ impl WarmPool {
                         return;
                     }
                     self.ready.lock().await.push_back(sb);
+                    self.refilled.notify_waiters();
                 }
                 Err(e) => {
                     tracing::warn!("warm pool could not start a sandbox: {e}");
