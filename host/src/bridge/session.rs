@@ -226,7 +226,6 @@ fn ended_note(n: u32) -> String {
     format!("note: {what} ended when the cell finished; to keep processes running between cells, call runtime.keep_processes() before starting them")
 }
 
-/// Why no sandbox could be started, with the fix for a missing image.
 /// Why a session could not get a sandbox ready for a call.
 #[derive(Debug, thiserror::Error)]
 enum PrepareError {
