@@ -6,6 +6,8 @@ mod policy;
 mod rpc;
 mod rpc_saved;
 mod session;
+#[cfg(test)]
+mod tests;
 mod warm;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -28,6 +30,7 @@ use crate::runtime::{self, parse_mount, LaunchSpec, Limits, MountGuard};
 use crate::sandbox::OutputListener;
 use crate::saved::{SavedError, SavedTools, Store};
 use crate::settings::Settings;
+use warm::Launcher;
 
 /// Largest frame either side sends; the guest reads with the same default.
 pub const MAX_FRAME_BYTES: usize = codemode_proto::DEFAULT_MAX_FRAME_BYTES;
@@ -241,6 +244,23 @@ impl Bridge {
             }
         }
 
+        Self::assemble(
+            settings,
+            discovery,
+            Launcher::Runtime(choice.backend),
+            spec,
+            saved,
+        )
+    }
+
+    /// The bridge around a discovery, a launcher and a launch spec.
+    fn assemble(
+        settings: Settings,
+        discovery: Discovery,
+        launcher: Launcher,
+        spec: LaunchSpec,
+        saved: Arc<SavedTools>,
+    ) -> Result<Arc<Self>, BridgeError> {
         let policy = Policy::from_settings(&settings);
         let allowed: BTreeMap<_, _> = discovery
             .servers
@@ -261,12 +281,7 @@ impl Bridge {
             })?)),
             None => None,
         };
-        let warm = WarmPool::new(
-            choice.backend.clone(),
-            spec,
-            MAX_FRAME_BYTES,
-            settings.warm_pool,
-        );
+        let warm = WarmPool::new(launcher, spec, MAX_FRAME_BYTES, settings.warm_pool);
         warm.spawn_refill();
         let bridge = Arc::new(Self {
             policy,
@@ -281,6 +296,37 @@ impl Bridge {
         });
         bridge.spawn_reaper();
         Ok(bridge)
+    }
+
+    /// A bridge whose sandboxes are in-process guests from `connect`, with
+    /// no configured servers and no runtime: the host core's unit tests.
+    #[cfg(test)]
+    pub(crate) fn in_process(
+        settings: Settings,
+        connect: Arc<dyn Fn() -> warm::GuestChannel + Send + Sync>,
+    ) -> Result<Arc<Self>, BridgeError> {
+        let state = settings.state_dir();
+        crate::config::create_private_dir(&state).map_err(|source| BridgeError::StateDir {
+            path: state.clone(),
+            source,
+        })?;
+        let saved = Arc::new(SavedTools::new(Store::prepare(
+            &state,
+            settings.tools_dir(),
+        )?));
+        let spec = LaunchSpec {
+            limits: sandbox_limits(&settings)?,
+            mounts: Vec::new(),
+            instance: "test".into(),
+            name: String::new(),
+        };
+        Self::assemble(
+            settings,
+            Discovery::default(),
+            Launcher::InProcess(connect),
+            spec,
+            saved,
+        )
     }
 
     pub fn warm_pool(&self) -> &Arc<WarmPool> {

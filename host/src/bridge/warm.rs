@@ -11,8 +11,25 @@ use tokio::sync::{Mutex, Notify};
 use crate::runtime::{Backend, LaunchSpec};
 use crate::sandbox::{Sandbox, SandboxError, Started};
 
+/// Where the pool's sandboxes come from.
+#[derive(Clone)]
+pub enum Launcher {
+    /// A sandbox runtime: podman, docker or bubblewrap.
+    Runtime(Backend),
+    /// In-process guests on byte channels (the host core's unit tests).
+    #[cfg(test)]
+    InProcess(Arc<dyn Fn() -> GuestChannel + Send + Sync>),
+}
+
+/// The channel of an in-process guest, as the host sees it.
+#[cfg(test)]
+pub type GuestChannel = (
+    tokio::io::ReadHalf<tokio::io::DuplexStream>,
+    tokio::io::WriteHalf<tokio::io::DuplexStream>,
+);
+
 pub struct WarmPool {
-    backend: Backend,
+    launcher: Launcher,
     spec: LaunchSpec,
     max_frame: usize,
     target: usize,
@@ -25,9 +42,9 @@ pub struct WarmPool {
 }
 
 impl WarmPool {
-    pub fn new(backend: Backend, spec: LaunchSpec, max_frame: usize, target: usize) -> Arc<Self> {
+    pub fn new(launcher: Launcher, spec: LaunchSpec, max_frame: usize, target: usize) -> Arc<Self> {
         Arc::new(Self {
-            backend,
+            launcher,
             spec,
             max_frame,
             target,
@@ -48,7 +65,15 @@ impl WarmPool {
 
     /// Starts a fresh sandbox now.
     pub async fn start_one(&self) -> Result<Sandbox<Started>, SandboxError> {
-        Sandbox::start(&self.backend, &self.next_spec(), self.max_frame).await
+        let spec = self.next_spec();
+        match &self.launcher {
+            Launcher::Runtime(backend) => Sandbox::start(backend, &spec, self.max_frame).await,
+            #[cfg(test)]
+            Launcher::InProcess(connect) => {
+                let (from_guest, to_guest) = connect();
+                Sandbox::over_channel(&spec.name, from_guest, to_guest, self.max_frame).await
+            }
+        }
     }
 
     /// A ready sandbox: from the pool when one is there; else the one a

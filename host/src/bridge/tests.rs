@@ -1,0 +1,298 @@
+//! The bridge and its sessions against in-process guests: no sandbox,
+//! root, podman or Node. Each guest speaks the real protocol over a duplex
+//! channel, but runs a tiny script language instead of Python, one action
+//! per line:
+//! - `print TEXT`: TEXT and a newline on stdout;
+//! - `set NAME VALUE` / `get NAME`: the sandbox's own state (`get` prints
+//!   `unset` for a name never set in this sandbox);
+//! - `call SERVER TOOL`: a tool call to the host; prints the answer, or
+//!   `error: MESSAGE`;
+//! - `hang`: never finishes, and ignores Cancel (only the host's deadline
+//!   ends it);
+//! - `raise TEXT`: ends the cell with an exception;
+//! - `rich N`: ends the cell with N empty rich outputs (a forged Finished).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Parser;
+use codemode_proto::codec::FrameCodec;
+use codemode_proto::v1::{
+    guest_message, host_message, rpc_request, rpc_response, CallTool, Finished, GuestMessage,
+    HostMessage, Output, PyError, Ready, RichOutput, RpcRequest, Status, Stream,
+};
+use codemode_proto::{PROTOCOL_MAJOR, PROTOCOL_MINOR};
+use futures::{SinkExt, StreamExt};
+use tokio::io::{DuplexStream, ReadHalf, WriteHalf};
+use tokio_util::codec::{FramedRead, FramedWrite};
+use tokio_util::sync::CancellationToken;
+
+use super::*;
+use crate::sandbox::NoListener;
+
+const FRAME_MAX: usize = 8 * 1024 * 1024;
+
+type FromHost = FramedRead<ReadHalf<DuplexStream>, FrameCodec<HostMessage, GuestMessage>>;
+type ToHost = FramedWrite<WriteHalf<DuplexStream>, FrameCodec<HostMessage, GuestMessage>>;
+
+#[derive(Parser)]
+struct Args {
+    #[command(flatten)]
+    settings: Settings,
+}
+
+/// A bridge of in-process scripted guests, with `flags` on top of a
+/// private state dir; also how many guests it has started.
+fn bridge(state: &tempfile::TempDir, flags: &[&str]) -> (Arc<Bridge>, Arc<AtomicUsize>) {
+    let mut argv = vec!["codemode", "--state-dir"];
+    argv.push(state.path().to_str().expect("utf-8 temp dir"));
+    argv.extend(flags);
+    let settings = Args::parse_from(argv).settings;
+    let started = Arc::new(AtomicUsize::new(0));
+    let count = started.clone();
+    let connect = Arc::new(move || {
+        count.fetch_add(1, Ordering::SeqCst);
+        let (host_end, guest_end) = tokio::io::duplex(64 * 1024);
+        let (guest_read, guest_write) = tokio::io::split(guest_end);
+        tokio::spawn(scripted_guest(
+            FramedRead::new(guest_read, FrameCodec::new(FRAME_MAX)),
+            FramedWrite::new(guest_write, FrameCodec::new(FRAME_MAX)),
+        ));
+        tokio::io::split(host_end)
+    });
+    let bridge = Bridge::in_process(settings, connect).expect("bridge");
+    (bridge, started)
+}
+
+fn frame(kind: guest_message::Kind) -> GuestMessage {
+    GuestMessage { kind: Some(kind) }
+}
+
+/// The guest: Ready, then one cell per Execute until the channel closes.
+async fn scripted_guest(mut from_host: FromHost, mut to_host: ToHost) {
+    let ready = frame(guest_message::Kind::Ready(Ready {
+        guest_version: "scripted".into(),
+        python_version: "none".into(),
+        protocol_major: PROTOCOL_MAJOR,
+        protocol_minor: PROTOCOL_MINOR,
+    }));
+    if to_host.send(ready).await.is_err() {
+        return;
+    }
+    let mut vars: HashMap<String, String> = HashMap::new();
+    let mut next_rpc = 1u64;
+    while let Some(Ok(msg)) = from_host.next().await {
+        let Some(host_message::Kind::Execute(exec)) = msg.kind else {
+            continue;
+        };
+        let mut out = String::new();
+        let mut end = Finished {
+            id: exec.id,
+            status: Status::Success as i32,
+            ..Finished::default()
+        };
+        for line in exec.code.lines() {
+            let (action, rest) = line.split_once(' ').unwrap_or((line, ""));
+            match action {
+                "print" => out.push_str(&format!("{rest}\n")),
+                "set" => {
+                    let (k, v) = rest.split_once(' ').unwrap_or((rest, ""));
+                    vars.insert(k.into(), v.into());
+                }
+                "get" => out.push_str(&format!(
+                    "{}\n",
+                    vars.get(rest).map(String::as_str).unwrap_or("unset")
+                )),
+                "call" => {
+                    let (server, tool) = rest.split_once(' ').unwrap_or((rest, ""));
+                    let id = next_rpc;
+                    next_rpc += 1;
+                    let request = frame(guest_message::Kind::RpcRequest(RpcRequest {
+                        id,
+                        execution_id: exec.id,
+                        call: Some(rpc_request::Call::CallTool(CallTool {
+                            server: server.into(),
+                            tool: tool.into(),
+                            arguments_json: "{}".into(),
+                        })),
+                    }));
+                    if to_host.send(request).await.is_err() {
+                        return;
+                    }
+                    out.push_str(&answer(&mut from_host, id).await);
+                }
+                "hang" => {
+                    // Reads (and ignores) everything, so only the host's
+                    // deadline or the end of the channel stops it.
+                    while from_host.next().await.is_some() {}
+                    return;
+                }
+                "raise" => {
+                    end.status = Status::Error as i32;
+                    end.error = Some(PyError {
+                        r#type: "RuntimeError".into(),
+                        message: rest.into(),
+                        traceback: String::new(),
+                    });
+                }
+                "rich" => {
+                    let n: usize = rest.parse().unwrap_or(0);
+                    end.rich = vec![RichOutput::default(); n];
+                }
+                _ => out.push_str(&format!("unknown action {action}\n")),
+            }
+        }
+        let output = frame(guest_message::Kind::Output(Output {
+            execution_id: exec.id,
+            stream: Stream::Stdout as i32,
+            data: out.into_bytes(),
+        }));
+        if to_host.send(output).await.is_err()
+            || to_host
+                .send(frame(guest_message::Kind::Finished(end)))
+                .await
+                .is_err()
+        {
+            return;
+        }
+    }
+}
+
+/// Waits for the answer to RPC `id`: its JSON, or `error: MESSAGE`.
+async fn answer(from_host: &mut FromHost, id: u64) -> String {
+    while let Some(Ok(msg)) = from_host.next().await {
+        if let Some(host_message::Kind::RpcResponse(r)) = msg.kind {
+            if r.id != id {
+                continue;
+            }
+            return match r.result {
+                Some(rpc_response::Result::OkJson(json)) => format!("{json}\n"),
+                Some(rpc_response::Result::Error(e)) => format!("error: {}\n", e.message),
+                None => "error: empty answer\n".into(),
+            };
+        }
+    }
+    "error: channel closed\n".into()
+}
+
+async fn run(bridge: &Arc<Bridge>, session: &str, code: &str, timeout: u64) -> RunOutcome {
+    let req = RunRequest {
+        code: code.into(),
+        servers: Vec::new(),
+        timeout: Some(timeout),
+        session: session.into(),
+    };
+    bridge
+        .run(req, &mut NoListener, CancellationToken::new())
+        .await
+}
+
+#[tokio::test]
+async fn sessions_keep_their_state_and_do_not_share_it() {
+    let state = tempfile::tempdir().unwrap();
+    let (bridge, _) = bridge(&state, &["--warm-pool", "0"]);
+    let out = run(&bridge, "a", "set x 1\nprint done", 5).await;
+    assert_eq!(
+        (out.status, out.stdout.as_str()),
+        (RunStatus::Success, "done\n")
+    );
+    let out = run(&bridge, "a", "get x", 5).await;
+    assert_eq!(out.stdout, "1\n", "{out:?}");
+    let out = run(&bridge, "b", "get x", 5).await;
+    assert_eq!(out.stdout, "unset\n", "{out:?}");
+    let out = run(&bridge, "a", "raise boom", 5).await;
+    assert_eq!(out.status, RunStatus::Error);
+    assert_eq!(out.error.as_deref(), Some("RuntimeError: boom"));
+    let out = run(&bridge, "a", "get x", 5).await;
+    assert_eq!(out.stdout, "1\n", "an exception keeps the state: {out:?}");
+    bridge.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_cell_that_ignores_its_deadline_loses_its_sandbox_and_says_so() {
+    let state = tempfile::tempdir().unwrap();
+    let (bridge, started) = bridge(&state, &["--warm-pool", "0"]);
+    run(&bridge, "s", "set x 1", 5).await;
+    let out = run(&bridge, "s", "hang", 1).await;
+    assert_eq!(out.status, RunStatus::Timeout, "{out:?}");
+    assert_eq!(out.error.as_deref(), Some("execution exceeded 1s"));
+    assert!(
+        out.notes.iter().any(|n| n
+            .contains("the cell ignored the interrupt, so its sandbox was killed")
+            && n.contains("variables and imports from earlier calls are gone")),
+        "{:?}",
+        out.notes
+    );
+    let out = run(&bridge, "s", "get x", 5).await;
+    assert_eq!(out.status, RunStatus::Success, "{out:?}");
+    assert_eq!(out.stdout, "unset\n", "a fresh sandbox: {out:?}");
+    assert_eq!(started.load(Ordering::SeqCst), 2);
+    bridge.shutdown().await;
+}
+
+#[tokio::test]
+async fn tool_calls_are_checked_and_counted_by_the_host() {
+    let state = tempfile::tempdir().unwrap();
+    let (bridge, _) = bridge(&state, &["--warm-pool", "0", "--call-budget", "2"]);
+    let out = run(
+        &bridge,
+        "s",
+        "call time now\ncall time now\ncall time now",
+        5,
+    )
+    .await;
+    assert_eq!(out.status, RunStatus::Success, "{out:?}");
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(lines.len(), 3, "{out:?}");
+    for line in &lines[..2] {
+        assert!(
+            line.starts_with("error: server \"time\" is not loaded in this session (loaded: none)"),
+            "{line}"
+        );
+    }
+    assert!(
+        lines[2].contains("tool-call budget of 2 calls per cell used up"),
+        "{}",
+        lines[2]
+    );
+    // The budget is per cell.
+    let out = run(&bridge, "s", "call time now", 5).await;
+    assert!(out.stdout.contains("is not loaded"), "{out:?}");
+    bridge.shutdown().await;
+}
+
+#[tokio::test]
+async fn forged_rich_outputs_are_capped_and_noted() {
+    let state = tempfile::tempdir().unwrap();
+    let (bridge, _) = bridge(&state, &["--warm-pool", "0"]);
+    let out = run(&bridge, "s", "rich 100000", 5).await;
+    assert_eq!(out.status, RunStatus::Success, "{out:?}");
+    assert!(out.rich.is_empty(), "empty images are dropped");
+    assert!(
+        out.notes
+            .iter()
+            .any(|n| n.contains("100000 images were dropped")),
+        "{:?}",
+        out.notes
+    );
+    bridge.shutdown().await;
+}
+
+#[tokio::test]
+async fn shutdown_ends_a_hanging_cell_and_returns() {
+    let state = tempfile::tempdir().unwrap();
+    let (bridge, _) = bridge(&state, &["--warm-pool", "1"]);
+    let running = {
+        let bridge = bridge.clone();
+        tokio::spawn(async move { run(&bridge, "s", "hang", 100).await })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Bounded: the cell's cancel grace, then its sandbox is killed.
+    tokio::time::timeout(Duration::from_secs(30), bridge.shutdown())
+        .await
+        .expect("shutdown returns");
+    let out = running.await.expect("the call returns");
+    assert_eq!(out.status, RunStatus::Cancelled, "{out:?}");
+}
