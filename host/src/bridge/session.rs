@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::rpc::SessionRpc;
 use super::{Bridge, RunOutcome, RunStatus};
-use crate::sandbox::{CellRequest, CellStatus, OutputListener, Sandbox, SandboxError};
+use crate::sandbox::{CellRequest, OutputListener, Sandbox, SandboxError, Termination};
 
 /// Total bytes of images one cell may return: they travel in the Finished
 /// frame, which must fit the guest frame limit.
@@ -142,67 +142,81 @@ impl Session {
             cancel,
         };
         let servers: Vec<String> = self.servers.iter().cloned().collect();
-        let result = sb.run_cell(req).await;
+        let cell = sb.run_cell(req).await;
         self.last_used = Instant::now();
-        match result {
-            Ok(cell) => {
-                if let Some(lost) = &cell.sandbox_lost {
-                    notes.push(format!("note: {lost}"));
-                    if let Some(sb) = self.sandbox.take() {
-                        tokio::spawn(sb.shutdown());
-                    }
-                }
-                if cell.dropped_rich > 0 {
-                    notes.push(format!(
-                        "note: {} images were dropped: a cell returns at most {} images, {} MiB in all",
-                        cell.dropped_rich,
-                        crate::sandbox::MAX_RICH_OUTPUTS,
-                        crate::sandbox::MAX_RICH_BYTES >> 20
-                    ));
-                }
-                if cell.ended_processes > 0 {
-                    notes.push(ended_note(cell.ended_processes));
-                }
-                if cell.running_processes > 0 {
-                    notes.push(running_note(cell.running_processes));
-                }
-                let status = match cell.status {
-                    CellStatus::Success => RunStatus::Success,
-                    CellStatus::Error => RunStatus::Error,
-                    CellStatus::Timeout => RunStatus::Timeout,
-                    CellStatus::Cancelled => RunStatus::Cancelled,
-                };
-                let error = match (&cell.error, status) {
-                    (Some(e), _) => Some(format_py_error(e)),
-                    (None, RunStatus::Timeout) => {
-                        Some(format!("execution exceeded {}s", timeout.as_secs()))
-                    }
-                    (None, RunStatus::Cancelled) => Some("execution was cancelled".into()),
-                    _ => None,
-                };
-                RunOutcome {
-                    status,
-                    stdout: cell.stdout.text(),
-                    stderr: cell.stderr.text(),
-                    error,
-                    servers,
-                    duration: cell.duration,
-                    rich: cell.rich,
-                    notes,
-                    timeout_secs: timeout.as_secs(),
-                }
+        if cell.termination.loses_sandbox() {
+            if let Some(sb) = self.sandbox.take() {
+                tokio::spawn(sb.shutdown());
             }
-            Err(e) => {
-                if let Some(sb) = self.sandbox.take() {
-                    tokio::spawn(sb.shutdown());
-                }
-                self.lost = None;
-                notes.push("note: the sandbox was discarded; the next call starts a fresh one without earlier state".into());
-                let mut out =
-                    RunOutcome::failed(RunStatus::Error, format!("sandbox failed: {e}"), servers);
-                out.notes = notes;
-                out
+            self.lost = None;
+        }
+        if cell.dropped_rich > 0 {
+            notes.push(format!(
+                "note: {} images were dropped: a cell returns at most {} images, {} MiB in all",
+                cell.dropped_rich,
+                crate::sandbox::MAX_RICH_OUTPUTS,
+                crate::sandbox::MAX_RICH_BYTES >> 20
+            ));
+        }
+        if cell.ended_processes > 0 {
+            notes.push(ended_note(cell.ended_processes));
+        }
+        if cell.running_processes > 0 {
+            notes.push(running_note(cell.running_processes));
+        }
+        let (status, error) = ending(cell.termination, timeout, &mut notes);
+        RunOutcome {
+            status,
+            stdout: cell.stdout.text(),
+            stderr: cell.stderr.text(),
+            error,
+            servers,
+            duration: cell.duration,
+            rich: cell.rich,
+            notes,
+            timeout_secs: timeout.as_secs(),
+        }
+    }
+}
+
+/// The one place a cell's termination becomes the status and error a
+/// client sees (and a note when the session's state is gone).
+fn ending(
+    termination: Termination,
+    timeout: Duration,
+    notes: &mut Vec<String>,
+) -> (RunStatus, Option<String>) {
+    let exceeded = || format!("execution exceeded {}s", timeout.as_secs());
+    let cancelled = || "execution was cancelled".to_string();
+    match termination {
+        Termination::Success => (RunStatus::Success, None),
+        Termination::Raised(e) => (RunStatus::Error, Some(format_py_error(&e))),
+        Termination::Timeout(e) => (
+            RunStatus::Timeout,
+            Some(e.map_or_else(exceeded, |e| format_py_error(&e))),
+        ),
+        Termination::Cancelled(e) => (
+            RunStatus::Cancelled,
+            Some(e.map_or_else(cancelled, |e| format_py_error(&e))),
+        ),
+        Termination::SandboxLost {
+            after,
+            cancelled: by_cancel,
+        } => {
+            notes.push(format!(
+                "note: the cell ignored the interrupt, so its sandbox was killed after {:.1}s; \
+                 variables and imports from earlier calls are gone",
+                after.as_secs_f64()
+            ));
+            if by_cancel {
+                (RunStatus::Cancelled, Some(cancelled()))
+            } else {
+                (RunStatus::Timeout, Some(exceeded()))
             }
+        }
+        Termination::PeerGone(e) => {
+            notes.push("note: the sandbox was discarded; the next call starts a fresh one without earlier state".into());
+            (RunStatus::Error, Some(format!("sandbox failed: {e}")))
         }
     }
 }

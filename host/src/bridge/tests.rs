@@ -10,7 +10,9 @@
 //! - `hang`: never finishes, and ignores Cancel (only the host's deadline
 //!   ends it);
 //! - `raise TEXT`: ends the cell with an exception;
-//! - `rich N`: ends the cell with N empty rich outputs (a forged Finished).
+//! - `rich N`: ends the cell with N empty rich outputs (a forged Finished);
+//! - `forge`: sends what was printed so far, then a Finished for another
+//!   execution (a protocol violation).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -136,6 +138,19 @@ async fn scripted_guest(mut from_host: FromHost, mut to_host: ToHost) {
                         message: rest.into(),
                         traceback: String::new(),
                     });
+                }
+                "forge" => {
+                    let output = frame(guest_message::Kind::Output(Output {
+                        execution_id: exec.id,
+                        stream: Stream::Stdout as i32,
+                        data: std::mem::take(&mut out).into_bytes(),
+                    }));
+                    let forged = frame(guest_message::Kind::Finished(Finished {
+                        id: exec.id + 100,
+                        ..Finished::default()
+                    }));
+                    let _ = to_host.send(output).await;
+                    let _ = to_host.send(forged).await;
                 }
                 "rich" => {
                     let n: usize = rest.parse().unwrap_or(0);
@@ -295,4 +310,34 @@ async fn shutdown_ends_a_hanging_cell_and_returns() {
         .expect("shutdown returns");
     let out = running.await.expect("the call returns");
     assert_eq!(out.status, RunStatus::Cancelled, "{out:?}");
+}
+
+#[tokio::test]
+async fn a_guest_that_breaks_the_protocol_is_replaced_and_its_output_kept() {
+    let state = tempfile::tempdir().unwrap();
+    let (bridge, started) = bridge(&state, &["--warm-pool", "0"]);
+    run(&bridge, "s", "set x 1", 5).await;
+    let out = run(&bridge, "s", "print before\nforge", 5).await;
+    assert_eq!(out.status, RunStatus::Error, "{out:?}");
+    assert_eq!(
+        out.stdout, "before\n",
+        "what the cell printed is kept: {out:?}"
+    );
+    let error = out.error.as_deref().unwrap_or("");
+    assert!(
+        error.starts_with("sandbox failed: ")
+            && error.contains("received Finished for execution 102 while execution 2 runs"),
+        "{error}"
+    );
+    assert!(
+        out.notes
+            .iter()
+            .any(|n| n.contains("the sandbox was discarded")),
+        "{:?}",
+        out.notes
+    );
+    let out = run(&bridge, "s", "get x", 5).await;
+    assert_eq!(out.stdout, "unset\n", "a fresh sandbox: {out:?}");
+    assert_eq!(started.load(Ordering::SeqCst), 2);
+    bridge.shutdown().await;
 }

@@ -73,26 +73,47 @@ pub struct CellRequest<'a> {
     pub cancel: CancellationToken,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CellStatus {
+/// How a cell ended: the one type that flows from the sandbox, through the
+/// session, to the status a client sees.
+#[derive(Debug)]
+pub enum Termination {
+    /// It ran to its end.
     Success,
-    Error,
-    Timeout,
-    Cancelled,
+    /// It raised: the exception, with its traceback.
+    Raised(PyError),
+    /// Its deadline passed and the guest stopped it (the interrupt, when
+    /// the guest reported one).
+    Timeout(Option<PyError>),
+    /// The client cancelled it and the guest stopped it.
+    Cancelled(Option<PyError>),
+    /// It did not stop when interrupted (deadline or cancel), so its
+    /// sandbox was killed after `after`: the session's state is gone.
+    SandboxLost { after: Duration, cancelled: bool },
+    /// The guest broke the protocol, refused, or its channel closed: the
+    /// sandbox is unusable and its state is gone.
+    PeerGone(SandboxError),
 }
 
-/// The outcome of one cell.
+impl Termination {
+    /// Whether the sandbox must be dropped after this cell.
+    pub fn loses_sandbox(&self) -> bool {
+        matches!(
+            self,
+            Termination::SandboxLost { .. } | Termination::PeerGone(_)
+        )
+    }
+}
+
+/// The outcome of one cell: how it ended, and everything it produced until
+/// then (nothing is lost when the sandbox is).
 #[derive(Debug)]
 pub struct CellResult {
-    pub status: CellStatus,
+    pub termination: Termination,
     pub stdout: CappedStream,
     pub stderr: CappedStream,
-    pub error: Option<PyError>,
     pub duration: Duration,
     pub rich: Vec<RichOutput>,
     pub tool_calls: u32,
-    /// Set when the sandbox had to be killed: its state is gone.
-    pub sandbox_lost: Option<String>,
     /// Processes cells left running (kept), as the guest counted them.
     pub running_processes: u32,
     /// Processes this cell left running that the guest ended at its end.
@@ -140,12 +161,39 @@ fn rpc_error(kind: ErrorKind, message: impl Into<String>) -> RpcError {
 }
 
 impl Sandbox<Initialized> {
-    /// Runs one cell. `Err` means the sandbox is unusable (the caller drops
-    /// it); a timeout that needed a kill is `Ok` with `sandbox_lost` set.
-    pub async fn run_cell(&mut self, req: CellRequest<'_>) -> Result<CellResult, SandboxError> {
+    /// Runs one cell. When its termination [loses the
+    /// sandbox](Termination::loses_sandbox), the caller drops it.
+    pub async fn run_cell(&mut self, req: CellRequest<'_>) -> CellResult {
+        let started = Instant::now();
+        let mut result = CellResult {
+            termination: Termination::Success,
+            stdout: CappedStream::new(req.max_output_bytes),
+            stderr: CappedStream::new(req.max_output_bytes),
+            duration: Duration::ZERO,
+            rich: Vec::new(),
+            tool_calls: 0,
+            running_processes: 0,
+            ended_processes: 0,
+            dropped_rich: 0,
+        };
+        result.termination = match self.drive(req, &mut result, started).await {
+            Ok(termination) => termination,
+            Err(e) => Termination::PeerGone(e),
+        };
+        result.duration = started.elapsed();
+        result
+    }
+
+    /// The cell loop: sends Execute, then answers the guest until the cell
+    /// ends. `Err` is a guest that can no longer be used.
+    async fn drive(
+        &mut self,
+        req: CellRequest<'_>,
+        result: &mut CellResult,
+        started: Instant,
+    ) -> Result<Termination, SandboxError> {
         let id = self.next_execution;
         self.next_execution += 1;
-        let started = Instant::now();
         let timeout_ms = u64::try_from(req.timeout.as_millis()).unwrap_or(u64::MAX);
         self.send(host_message::Kind::Execute(Execute {
             id,
@@ -153,20 +201,6 @@ impl Sandbox<Initialized> {
             timeout_ms,
         }))
         .await?;
-
-        let mut result = CellResult {
-            status: CellStatus::Error,
-            stdout: CappedStream::new(req.max_output_bytes),
-            stderr: CappedStream::new(req.max_output_bytes),
-            error: None,
-            duration: Duration::ZERO,
-            rich: Vec::new(),
-            tool_calls: 0,
-            sandbox_lost: None,
-            running_processes: 0,
-            ended_processes: 0,
-            dropped_rich: 0,
-        };
         let hard_deadline = tokio::time::Instant::now() + req.timeout + KILL_GRACE;
         let mut cancel_deadline: Option<tokio::time::Instant> = None;
         let mut inflight: FuturesUnordered<Tagged> = FuturesUnordered::new();
@@ -189,14 +223,10 @@ impl Sandbox<Initialized> {
                     if let Some(process) = self.process.as_mut() {
                         process.kill_now();
                     }
-                    let cancelled = cancel_deadline.is_some();
-                    result.status = if cancelled { CellStatus::Cancelled } else { CellStatus::Timeout };
-                    result.duration = started.elapsed();
-                    result.sandbox_lost = Some(format!(
-                        "the cell ignored the interrupt, so its sandbox was killed after {:.1}s; \
-                         variables and imports from earlier calls are gone",
-                        result.duration.as_secs_f64()));
-                    return Ok(result);
+                    return Ok(Termination::SandboxLost {
+                        after: started.elapsed(),
+                        cancelled: cancel_deadline.is_some(),
+                    });
                 }
                 _ = req.cancel.cancelled(), if cancel_deadline.is_none() => {
                     outgoing.push_front(host_message::Kind::Cancel(Cancel { id }));
@@ -281,20 +311,22 @@ impl Sandbox<Initialized> {
                             if done.id != id {
                                 return Err(ProtocolViolation::WrongExecution { what: "Finished", received: done.id, running: id }.into());
                             }
-                            result.status = match Status::try_from(done.status) {
-                                Ok(Status::Success) => CellStatus::Success,
-                                Ok(Status::Error) => CellStatus::Error,
-                                Ok(Status::Timeout) => CellStatus::Timeout,
-                                Ok(Status::Cancelled) => CellStatus::Cancelled,
+                            let termination = match Status::try_from(done.status) {
+                                Ok(Status::Success) => Termination::Success,
+                                Ok(Status::Error) => Termination::Raised(done.error.unwrap_or_else(|| PyError {
+                                    r#type: "Error".into(),
+                                    message: "the cell failed without reporting an exception".into(),
+                                    traceback: String::new(),
+                                })),
+                                Ok(Status::Timeout) => Termination::Timeout(done.error),
+                                Ok(Status::Cancelled) => Termination::Cancelled(done.error),
                                 _ => return Err(ProtocolViolation::UnknownEnum { field: "Finished.status", value: done.status }.into()),
                             };
-                            result.error = done.error;
                             result.rich = done.rich;
                             result.dropped_rich = cap_rich(&mut result.rich);
                             result.running_processes = done.running_processes;
                             result.ended_processes = done.ended_processes;
-                            result.duration = started.elapsed();
-                            return Ok(result);
+                            return Ok(termination);
                         }
                         Some(guest_message::Kind::Log(log)) => {
                             let level = match LogLevel::try_from(log.level) {

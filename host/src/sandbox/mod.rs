@@ -23,7 +23,7 @@ use tokio_util::codec::FramedRead;
 
 use outbox::{Outbox, Sink};
 
-pub use cell::{CellRequest, CellStatus, RpcFuture, RpcHandler, MAX_RICH_BYTES, MAX_RICH_OUTPUTS};
+pub use cell::{CellRequest, RpcFuture, RpcHandler, Termination, MAX_RICH_BYTES, MAX_RICH_OUTPUTS};
 pub use output::{NoListener, OutputListener};
 
 use crate::runtime::{Backend, LaunchSpec, RuntimeError, SandboxProcess};

@@ -140,10 +140,18 @@ async fn a_guest_that_never_reads_cannot_stall_the_deadline() {
     let started = std::time::Instant::now();
     let result = tokio::time::timeout(Duration::from_secs(10), sb.run_cell(req))
         .await
-        .expect("the deadline fires while the guest does not read")
-        .expect("a timeout is a result");
-    assert_eq!(result.status, CellStatus::Timeout);
-    assert!(result.sandbox_lost.is_some());
+        .expect("the deadline fires while the guest does not read");
+    assert!(
+        matches!(
+            result.termination,
+            Termination::SandboxLost {
+                cancelled: false,
+                ..
+            }
+        ),
+        "{:?}",
+        result.termination
+    );
     assert!(
         started.elapsed() < Duration::from_secs(6),
         "{:?}",
@@ -170,9 +178,18 @@ async fn a_cancel_wins_over_a_flooding_guest() {
     let req = request(Duration::from_secs(120), &mut none, cancel);
     let result = tokio::time::timeout(Duration::from_secs(10), sb.run_cell(req))
         .await
-        .expect("the cancel ends the cell although the guest does not read")
-        .expect("a cancel is a result");
-    assert_eq!(result.status, CellStatus::Cancelled);
+        .expect("the cancel ends the cell although the guest does not read");
+    assert!(
+        matches!(
+            result.termination,
+            Termination::SandboxLost {
+                cancelled: true,
+                ..
+            }
+        ),
+        "{:?}",
+        result.termination
+    );
     flood.abort();
 }
 
@@ -199,7 +216,7 @@ async fn a_forged_finished_cannot_flood_rich_outputs() {
     });
     let mut none = NoListener;
     let req = request(Duration::from_secs(30), &mut none, CancellationToken::new());
-    let result = sb.run_cell(req).await.expect("a result");
+    let result = sb.run_cell(req).await;
     assert!(
         result.rich.is_empty(),
         "{} rich outputs kept",
@@ -239,8 +256,12 @@ async fn empty_output_frames_are_not_forwarded() {
         &mut counting,
         CancellationToken::new(),
     );
-    let result = sb.run_cell(req).await.expect("a result");
-    assert_eq!(result.status, CellStatus::Success);
+    let result = sb.run_cell(req).await;
+    assert!(
+        matches!(result.termination, Termination::Success),
+        "{:?}",
+        result.termination
+    );
     assert_eq!(chunks.load(Ordering::SeqCst), 0);
     assert!(result.stdout.text().is_empty());
     let _ = flood.await;
@@ -318,8 +339,8 @@ async fn protocol_violations_are_typed() {
         });
         let mut none = NoListener;
         let req = request(Duration::from_secs(30), &mut none, CancellationToken::new());
-        match sb.run_cell(req).await {
-            Err(SandboxError::Protocol(v)) => assert_eq!(v, expected),
+        match sb.run_cell(req).await.termination {
+            Termination::PeerGone(SandboxError::Protocol(v)) => assert_eq!(v, expected),
             other => panic!("expected {expected:?}, got {other:?}"),
         }
         let _ = guest_side.await;
