@@ -233,10 +233,16 @@ impl Bridge {
         };
 
         if let runtime::Backend::Oci(oci) = &choice.backend {
-            let removed = runtime::sweep_stale_containers(oci).await;
-            if removed > 0 {
-                tracing::info!("removed {removed} containers left by earlier bridges");
-            }
+            // In the background: listing containers takes a podman client's
+            // start-up (0.1-0.2 s), which the warm pool's first sandbox must
+            // not wait for. It only removes containers whose owner is gone.
+            let oci = oci.clone();
+            tokio::spawn(async move {
+                let removed = runtime::sweep_stale_containers(&oci).await;
+                if removed > 0 {
+                    tracing::info!("removed {removed} containers left by earlier bridges");
+                }
+            });
         } else {
             let removed = runtime::sweep_stale_cgroups();
             if removed > 0 {
