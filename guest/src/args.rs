@@ -6,6 +6,9 @@
 //! not one shared with every other process of the host user.
 //! `--end-cell-processes` ends what a cell leaves running (see `procs`);
 //! the host passes it only to a guest inside a sandbox's pid namespace.
+//! `--channel-fd N` speaks the protocol on the socket at fd N instead of
+//! stdin/stdout (podman passes one with `--preserve-fds`, so frames skip
+//! conmon and the podman client).
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -23,10 +26,11 @@ pub struct Args {
     pub max_frame_bytes: usize,
     pub max_processes: Option<u64>,
     pub end_cell_processes: bool,
+    pub channel_fd: Option<i32>,
 }
 
 const USAGE: &str =
-    "usage: codemode-guest [--max-frame-bytes N] [--max-processes N] [--end-cell-processes]\n\n\
+    "usage: codemode-guest [--max-frame-bytes N] [--max-processes N] [--end-cell-processes] [--channel-fd N]\n\n\
     The codemode sandbox entrypoint: speaks codemode protocol frames on stdin/stdout.\n";
 
 impl Args {
@@ -36,6 +40,7 @@ impl Args {
             max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
             max_processes: None,
             end_cell_processes: false,
+            channel_fd: None,
         };
         let mut args = args.into_iter();
         while let Some(arg) = args.next() {
@@ -65,6 +70,11 @@ impl Args {
                     let value = value_of(&name, inline, &mut args)?;
                     let max = u64::from(u32::MAX);
                     parsed.max_processes = Some(number(&name, &value, MIN_PROCESSES, max)?);
+                }
+                "--channel-fd" => {
+                    let value = value_of(&name, inline, &mut args)?;
+                    let fd = number(&name, &value, 3, 1023)?;
+                    parsed.channel_fd = Some(i32::try_from(fd).unwrap_or(3));
                 }
                 other => return Err(StartupError::Args(format!("unknown argument {other:?}"))),
             }

@@ -28,8 +28,21 @@ pub struct Stdio {
 
 /// Moves the channel off fds 0/1/2 and installs the capture pipes. Any
 /// other fd the guest inherited is closed first: nothing of the launcher's
-/// (a host pipe, a jobserver, a socket) may reach user code.
-pub fn take_over_stdio() -> Result<Stdio, StartupError> {
+/// (a host pipe, a jobserver, a socket) may reach user code. With
+/// `channel_fd`, that socket becomes the channel both ways (it is put on
+/// fds 0 and 1 first, then closed with the rest).
+pub fn take_over_stdio(channel_fd: Option<RawFd>) -> Result<Stdio, StartupError> {
+    if let Some(fd) = channel_fd {
+        for target in [0, 1] {
+            // SAFETY: dup2 onto a standard fd; a bad `fd` fails with EBADF.
+            if unsafe { libc::dup2(fd, target) } < 0 {
+                return Err(StartupError::StdioFd {
+                    fd,
+                    source: io::Error::last_os_error(),
+                });
+            }
+        }
+    }
     close_inherited_fds();
     let channel_in = dup_cloexec(0).map_err(|source| StartupError::StdioFd { fd: 0, source })?;
     let channel_out = dup_cloexec(1).map_err(|source| StartupError::StdioFd { fd: 1, source })?;

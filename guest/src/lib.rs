@@ -65,7 +65,7 @@ fn run() -> Result<std::convert::Infallible, StartupError> {
     if args.end_cell_processes && !procs::enable_ending() {
         write_diag("codemode-guest: not in a pid namespace of its own; processes cells leave running are not ended\n");
     }
-    let stdio = fds::take_over_stdio()?;
+    let stdio = fds::take_over_stdio(args.channel_fd)?;
     DIAG_FD.store(stdio.diag.as_raw_fd(), Ordering::SeqCst);
     std::panic::set_hook(Box::new(|info| {
         write_diag(&format!("codemode-guest: internal error: {info}\n"));

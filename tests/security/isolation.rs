@@ -141,7 +141,7 @@ import os
 forged = bytes([0, 0, 0, 5, 0x22, 3, 0x08, 0xE7, 0x07]) + bytes([0x7F, 0xFF, 0xFF, 0xFF]) + b"garbage"
 for fd in range(3, 64):
     try:
-        if os.readlink(f"/proc/self/fd/{fd}").startswith("pipe:"):
+        if os.readlink(f"/proc/self/fd/{fd}").startswith(("pipe:", "socket:")):
             os.write(fd, forged)
     except OSError:
         pass

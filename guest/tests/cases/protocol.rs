@@ -221,3 +221,61 @@ fn a_tiny_frame_limit_still_gets_every_cell_a_finished() {
         "output must come in frames within the limit"
     );
 }
+
+/// With `--channel-fd 3` the guest speaks on the socket at fd 3 (as podman
+/// passes it) and not on stdout; the socket's end is EOF for the guest.
+#[test]
+fn the_channel_can_be_a_socket_at_fd_3() {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::net::UnixStream;
+    use std::os::unix::process::CommandExt;
+
+    let (mut host, guest_end) = UnixStream::pair().unwrap();
+    let fd = guest_end.as_raw_fd();
+    let mut command = std::process::Command::new(BIN);
+    command
+        .args(["--channel-fd", "3"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    // SAFETY: dup2 and fcntl in the forked child, both async-signal-safe.
+    unsafe {
+        command.pre_exec(move || {
+            let placed = if fd == 3 {
+                libc::fcntl(fd, libc::F_SETFD, 0)
+            } else {
+                libc::dup2(fd, 3)
+            };
+            if placed < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let child = command.spawn().unwrap();
+    drop(guest_end);
+    host.set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let ready = codemode_proto::frame::read_frame::<codemode_proto::v1::GuestMessage, _>(
+        &mut host,
+        1 << 20,
+    )
+    .unwrap();
+    assert!(
+        matches!(
+            ready.and_then(|m| m.kind),
+            Some(guest_message::Kind::Ready(_))
+        ),
+        "Ready on the socket"
+    );
+    // Closing the host's end is EOF for the guest: it exits, having
+    // written nothing on stdout.
+    drop(host);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.stdout.is_empty(), "{:?}", out.stdout);
+    assert!(
+        out.status.success(),
+        "{:?}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -222,7 +222,7 @@ impl BwrapBackend {
                 Ok(())
             });
         }
-        let mut process = SandboxProcess::spawn(cmd, spec.name.clone(), None)?;
+        let mut process = SandboxProcess::spawn(cmd, spec.name.clone(), None, None)?;
         drop(filter);
         drop(guest_copy);
         process.cgroup = cgroup;

@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::process::{ChannelSocket, GUEST_CHANNEL_FD};
 use super::{LaunchSpec, RuntimeError, SandboxProcess, SANDBOX_WORKDIR};
 use crate::settings::Settings;
 
@@ -104,7 +105,6 @@ impl OciBackend {
             [
                 "run",
                 "--rm",
-                "-i",
                 "--network",
                 "none",
                 "--read-only",
@@ -126,6 +126,12 @@ impl OciBackend {
                 "--security-opt".into(),
                 format!("seccomp={}", profile.display()),
             ]);
+        }
+        match self.engine {
+            OciEngine::Podman => {
+                a.extend(["--preserve-fds".into(), (GUEST_CHANNEL_FD - 2).to_string()])
+            }
+            OciEngine::Docker => a.push("-i".into()),
         }
         a.extend(["--name".into(), spec.name.clone()]);
         a.extend([
@@ -188,16 +194,32 @@ impl OciBackend {
         }
         a.push(self.image.clone());
         a.push("--end-cell-processes".into());
+        if self.engine == OciEngine::Podman {
+            a.extend(["--channel-fd".into(), GUEST_CHANNEL_FD.to_string()]);
+        }
         a
     }
 
     pub fn launch(&self, spec: &LaunchSpec) -> Result<SandboxProcess, RuntimeError> {
         let mut cmd = super::client::command(&self.binary);
         cmd.args(self.run_args(spec));
+        // podman passes a socket into the container (--preserve-fds), so
+        // frames go straight to the guest instead of through conmon and the
+        // podman client; docker has no such flag and keeps stdio.
+        let socket = match self.engine {
+            OciEngine::Podman => {
+                Some(ChannelSocket::new().map_err(|source| RuntimeError::Spawn {
+                    what: format!("the channel socket of sandbox {}", spec.name),
+                    source,
+                })?)
+            }
+            OciEngine::Docker => None,
+        };
         SandboxProcess::spawn(
             cmd,
             spec.name.clone(),
             Some((self.binary.clone(), spec.name.clone())),
+            socket,
         )
     }
 }

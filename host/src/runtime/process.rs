@@ -1,11 +1,15 @@
-//! A started sandbox process: a supervised child ([`crate::child`]) with
-//! piped stdin/stdout for frames, plus what outlives the process itself
-//! (bubblewrap's cgroup, a container) and is removed after it.
+//! A started sandbox process: a supervised child ([`crate::child`]) and the
+//! channel its guest speaks frames on (the child's stdin/stdout, or a
+//! socket passed into a podman container), plus what outlives the process
+//! itself (bubblewrap's cgroup, a container) and is removed after it.
 
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use tokio::process::{ChildStdin, ChildStdout, Command};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
+use tokio::process::Command;
 
 use super::RuntimeError;
 use crate::child::{Child, StderrLevel};
@@ -17,12 +21,36 @@ const EXIT_GRACE: Duration = Duration::from_millis(1500);
 /// How long an error message waits for a dead sandbox's last stderr lines.
 const STDERR_WAIT: Duration = Duration::from_millis(500);
 
+/// The host's end of a guest's channel: what it reads, what it writes.
+pub type Channel = (
+    Box<dyn AsyncRead + Send + Sync + Unpin>,
+    Box<dyn AsyncWrite + Send + Sync + Unpin>,
+);
+
+/// A socket pair for a guest's channel: the host keeps `host`; `guest`
+/// becomes the child's fd [`GUEST_CHANNEL_FD`].
+pub struct ChannelSocket {
+    pub host: UnixStream,
+    pub guest: OwnedFd,
+}
+
+/// The fd the guest's end of a [`ChannelSocket`] gets in the child.
+pub const GUEST_CHANNEL_FD: i32 = 3;
+
+impl ChannelSocket {
+    pub fn new() -> std::io::Result<Self> {
+        let (host, guest) = UnixStream::pair()?;
+        Ok(Self {
+            host,
+            guest: OwnedFd::from(guest),
+        })
+    }
+}
+
 /// A running sandbox process.
-#[derive(Debug)]
 pub struct SandboxProcess {
     child: Option<Child>,
-    pub stdin: Option<ChildStdin>,
-    pub stdout: Option<ChildStdout>,
+    channel: Option<Channel>,
     /// For container backends: the engine and container name to remove.
     container: Option<(PathBuf, String)>,
     /// bubblewrap's per-sandbox cgroup, removed after the process is gone.
@@ -30,14 +58,34 @@ pub struct SandboxProcess {
 }
 
 impl SandboxProcess {
-    /// Spawns `cmd` supervised, with piped stdio. A container engine's
-    /// client gets SIGTERM when codemode dies (it then stops and removes
-    /// its container); bubblewrap gets SIGKILL.
+    /// Spawns `cmd` supervised. The channel is `socket` when given (its
+    /// guest end becomes fd 3 of the child), else the child's stdin and
+    /// stdout. A container engine's client gets SIGTERM when codemode dies
+    /// (it then stops and removes its container); bubblewrap gets SIGKILL.
     pub(super) fn spawn(
-        cmd: Command,
+        mut cmd: Command,
         name: String,
         container: Option<(PathBuf, String)>,
+        socket: Option<ChannelSocket>,
     ) -> Result<Self, RuntimeError> {
+        if let Some(socket) = &socket {
+            let fd = socket.guest.as_raw_fd();
+            // SAFETY: the closure runs in the forked child before exec and
+            // only calls dup2 and fcntl, which are async-signal-safe.
+            unsafe {
+                cmd.pre_exec(move || {
+                    if fd == GUEST_CHANNEL_FD {
+                        // Already in place: only drop close-on-exec.
+                        if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
+                            return Err(std::io::Error::last_os_error());
+                        }
+                    } else if libc::dup2(fd, GUEST_CHANNEL_FD) < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        }
         let death = if container.is_some() {
             libc::SIGTERM
         } else {
@@ -47,17 +95,46 @@ impl SandboxProcess {
         let mut child =
             Child::spawn(cmd, label.clone(), StderrLevel::Warn, death).map_err(|source| {
                 RuntimeError::Spawn {
-                    what: label,
+                    what: label.clone(),
                     source,
                 }
             })?;
+        let (stdin, stdout) = (child.take_stdin(), child.take_stdout());
+        let channel: Option<Channel> = match socket {
+            Some(ChannelSocket { host, guest }) => {
+                // The child has its copy; the host's would keep the guest
+                // from ever seeing EOF.
+                drop(guest);
+                drop(stdin);
+                if let Some(stdout) = stdout {
+                    drain(stdout, label.clone());
+                }
+                let host = host
+                    .set_nonblocking(true)
+                    .and_then(|()| tokio::net::UnixStream::from_std(host))
+                    .map_err(|source| RuntimeError::Spawn {
+                        what: label,
+                        source,
+                    })?;
+                let (read, write) = host.into_split();
+                Some((Box::new(read), Box::new(write)))
+            }
+            None => match (stdout, stdin) {
+                (Some(read), Some(write)) => Some((Box::new(read), Box::new(write))),
+                _ => None,
+            },
+        };
         Ok(Self {
-            stdin: child.take_stdin(),
-            stdout: child.take_stdout(),
+            channel,
             child: Some(child),
             container,
             cgroup: None,
         })
+    }
+
+    /// The channel, once: what the host reads and writes frames on.
+    pub fn take_channel(&mut self) -> Option<Channel> {
+        self.channel.take()
     }
 
     /// The last lines the sandbox wrote to stderr (why it failed to start,
@@ -72,7 +149,7 @@ impl SandboxProcess {
     /// Escalating shutdown (see [`Child::shutdown`]), then the cgroup and
     /// the container are removed.
     pub async fn shutdown(mut self) {
-        self.stdin.take();
+        self.channel.take();
         if let Some(child) = self.child.take() {
             child.shutdown(EXIT_GRACE).await;
         }
@@ -95,6 +172,34 @@ impl SandboxProcess {
     pub fn has_exited(&mut self) -> bool {
         self.child.as_mut().is_none_or(Child::has_exited)
     }
+}
+
+impl std::fmt::Debug for SandboxProcess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SandboxProcess")
+            .field("child", &self.child)
+            .field("container", &self.container)
+            .finish()
+    }
+}
+
+/// Reads and discards what a child writes on a stdout that is not the
+/// channel, so it never blocks on a full pipe; the first bytes go to the log.
+fn drain(mut stdout: tokio::process::ChildStdout, label: String) {
+    tokio::spawn(async move {
+        let mut buf = vec![0u8; 8192];
+        let mut logged = false;
+        while let Ok(n) = stdout.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+            if !logged {
+                logged = true;
+                let text = String::from_utf8_lossy(&buf[..n.min(200)]).into_owned();
+                tracing::debug!(child = %label, "unexpected stdout: {text}");
+            }
+        }
+    });
 }
 
 impl Drop for SandboxProcess {

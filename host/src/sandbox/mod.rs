@@ -126,14 +126,14 @@ impl Sandbox<Started> {
         max_frame_bytes: usize,
     ) -> Result<Self, SandboxError> {
         let mut process = backend.launch(spec)?;
-        let (Some(stdin), Some(stdout)) = (process.stdin.take(), process.stdout.take()) else {
+        let Some((from_guest, to_guest)) = process.take_channel() else {
             return Err(SandboxError::Exited { during: "start-up" });
         };
         Self::handshake(
             Some(process),
             spec.name.clone(),
-            Box::new(stdout),
-            Box::new(stdin),
+            from_guest,
+            to_guest,
             max_frame_bytes,
         )
         .await
