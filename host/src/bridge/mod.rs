@@ -173,18 +173,7 @@ impl Bridge {
             choice.reason
         );
 
-        let state = settings.state_dir();
-        // Private when codemode creates it: it holds the approvals of
-        // project configs and the saved tools.
-        crate::config::create_private_dir(&state).map_err(|source| BridgeError::StateDir {
-            path: state.clone(),
-            source,
-        })?;
-        // Sandboxes never see this directory: saved tools go through RPCs.
-        let saved = Arc::new(SavedTools::new(Store::prepare(
-            &state,
-            settings.tools_dir(),
-        )?));
+        let (state, saved) = prepare_state(&settings)?;
 
         if let runtime::Backend::Oci(oci) = &mut choice.backend {
             oci.write_seccomp_profile(&state)
@@ -311,15 +300,7 @@ impl Bridge {
         settings: Settings,
         connect: Arc<dyn Fn() -> warm::GuestChannel + Send + Sync>,
     ) -> Result<Arc<Self>, BridgeError> {
-        let state = settings.state_dir();
-        crate::config::create_private_dir(&state).map_err(|source| BridgeError::StateDir {
-            path: state.clone(),
-            source,
-        })?;
-        let saved = Arc::new(SavedTools::new(Store::prepare(
-            &state,
-            settings.tools_dir(),
-        )?));
+        let (_, saved) = prepare_state(&settings)?;
         let spec = LaunchSpec {
             limits: sandbox_limits(&settings)?,
             mounts: Vec::new(),
@@ -507,6 +488,23 @@ impl Bridge {
     pub(crate) fn saved(&self) -> Arc<SavedTools> {
         self.saved.clone()
     }
+}
+
+/// Creates the state directory (private when codemode creates it: it holds
+/// the approvals of project configs and the saved tools) and opens the
+/// saved-tools store in it. Sandboxes never see this directory: saved
+/// tools go through RPCs.
+fn prepare_state(settings: &Settings) -> Result<(PathBuf, Arc<SavedTools>), BridgeError> {
+    let state = settings.state_dir();
+    crate::config::create_private_dir(&state).map_err(|source| BridgeError::StateDir {
+        path: state.clone(),
+        source,
+    })?;
+    let saved = Arc::new(SavedTools::new(Store::prepare(
+        &state,
+        settings.tools_dir(),
+    )?));
+    Ok((state, saved))
 }
 
 fn clock_nanos() -> u32 {
