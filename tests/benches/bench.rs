@@ -32,17 +32,29 @@ fn ms(d: Duration) -> String {
     format!("{:.2} ms", d.as_secs_f64() * 1000.0)
 }
 
-async fn direct_echo(n: usize) -> Duration {
+/// An rmcp client of server-everything, the baselines' server.
+async fn everything_client() -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
     let mut cmd = tokio::process::Command::new("node");
     cmd.arg(everything_js()).arg("stdio");
-    let client = ().serve(TokioChildProcess::new(cmd).unwrap()).await.unwrap();
+    ().serve(TokioChildProcess::new(cmd).unwrap())
+        .await
+        .unwrap()
+}
+
+/// `echo`'s arguments for call `i`.
+fn echo_args(i: usize) -> serde_json::Map<String, serde_json::Value> {
+    let mut args = serde_json::Map::new();
+    args.insert("message".into(), json!(format!("m{i}")));
+    args
+}
+
+async fn direct_echo(n: usize) -> Duration {
+    let client = everything_client().await;
     let mut times = Vec::new();
     for i in 0..n {
-        let mut args = serde_json::Map::new();
-        args.insert("message".into(), json!(format!("m{i}")));
         let t = Instant::now();
         client
-            .call_tool(CallToolRequestParams::new("echo").with_arguments(args))
+            .call_tool(CallToolRequestParams::new("echo").with_arguments(echo_args(i)))
             .await
             .unwrap();
         times.push(t.elapsed());
@@ -53,18 +65,14 @@ async fn direct_echo(n: usize) -> Duration {
 
 /// Calls per second of `n` concurrent `echo` calls from one rmcp client.
 async fn direct_gather(n: usize) -> f64 {
-    let mut cmd = tokio::process::Command::new("node");
-    cmd.arg(everything_js()).arg("stdio");
-    let client = ().serve(TokioChildProcess::new(cmd).unwrap()).await.unwrap();
+    let client = everything_client().await;
     let peer = client.peer().clone();
     let batch = |count: usize| {
         let mut set = tokio::task::JoinSet::new();
         for i in 0..count {
             let peer = peer.clone();
-            let mut args = serde_json::Map::new();
-            args.insert("message".into(), json!(format!("m{i}")));
             set.spawn(async move {
-                peer.call_tool(CallToolRequestParams::new("echo").with_arguments(args))
+                peer.call_tool(CallToolRequestParams::new("echo").with_arguments(echo_args(i)))
                     .await
             });
         }
@@ -95,30 +103,9 @@ fn native_python(n: usize) -> Duration {
     median(times)
 }
 
-/// Per-call cost of `await mcp_everything.echo(...)` inside one cell.
-async fn in_cell_echo(runtime: &str, n: usize) -> Duration {
-    let fx = Fixture::new();
-    let c = fx.client(runtime, &[]).await;
-    let warm = c
-        .run_with("await mcp_everything.echo(message='warm')", &["everything"])
-        .await;
-    assert_eq!(warm.status(), "success");
-    let empty = {
-        let t = Instant::now();
-        c.run("pass").await;
-        t.elapsed()
-    };
-    let code = format!("for i in range({n}):\n    await mcp_everything.echo(message=str(i))");
-    let t = Instant::now();
-    let r = c.run(&code).await;
-    assert_eq!(r.status(), "success", "{r:?}");
-    let total = t.elapsed().saturating_sub(empty);
-    c.close().await;
-    total / n as u32
-}
-
-/// Calls per second of `asyncio.gather` over `n` echo calls in one cell.
-async fn in_cell_gather(runtime: &str, n: usize) -> f64 {
+/// Wall time of `code` in a session with server-everything loaded, less
+/// the round trip of an empty cell: the cell's own work.
+async fn cell_work(runtime: &str, code: &str) -> Duration {
     let fx = Fixture::new();
     let c = fx.client(runtime, &[]).await;
     let warm = c
@@ -133,31 +120,26 @@ async fn in_cell_gather(runtime: &str, n: usize) -> f64 {
         c.run("pass").await;
         t.elapsed()
     };
-    let code = format!(
-        "r = await asyncio.gather(*[mcp_everything.echo(message=str(i)) for i in range({n})])\nassert len(r) == {n}"
-    );
     let t = Instant::now();
-    let r = c.run(&code).await;
+    let r = c.run(code).await;
     assert_eq!(r.status(), "success", "{r:?}");
     let total = t.elapsed().saturating_sub(empty);
     c.close().await;
-    n as f64 / total.as_secs_f64()
+    total
 }
 
-/// A new client's first `run_python` right after `initialize`, with the
-/// default warm pool (which may still be starting).
-async fn first_call_after_initialize(runtime: &str, n: usize) -> Duration {
-    let mut times = Vec::new();
-    for _ in 0..n {
-        let fx = Fixture::new();
-        let c = fx.client(runtime, &[]).await;
-        let t = Instant::now();
-        let r = c.run("x = 1").await;
-        assert_eq!(r.status(), "success");
-        times.push(t.elapsed());
-        c.close().await;
-    }
-    median(times)
+/// Per-call cost of `await mcp_everything.echo(...)` inside one cell.
+async fn in_cell_echo(runtime: &str, n: usize) -> Duration {
+    let code = format!("for i in range({n}):\n    await mcp_everything.echo(message=str(i))");
+    cell_work(runtime, &code).await / n as u32
+}
+
+/// Calls per second of `asyncio.gather` over `n` echo calls in one cell.
+async fn in_cell_gather(runtime: &str, n: usize) -> f64 {
+    let code = format!(
+        "r = await asyncio.gather(*[mcp_everything.echo(message=str(i)) for i in range({n})])\nassert len(r) == {n}"
+    );
+    n as f64 / cell_work(runtime, &code).await.as_secs_f64()
 }
 
 /// `run_python` round trip of a trivial cell in a live session.
@@ -176,15 +158,30 @@ async fn cell_round_trip(runtime: &str, n: usize) -> Duration {
     median(times)
 }
 
-/// First call of a new session: with no warm pool (the sandbox starts on
-/// demand) or with one ready sandbox.
-async fn first_call(runtime: &str, pooled: bool, n: usize) -> Duration {
+/// The warm pool a new session's first call meets.
+#[derive(Clone, Copy)]
+enum Pool {
+    /// None: the sandbox starts on demand.
+    Off,
+    /// One ready sandbox.
+    Filled,
+    /// The default pool, still starting its sandbox (the call comes right
+    /// after `initialize`).
+    Starting,
+}
+
+/// First call of a new session, with the pool in the state `pool`.
+async fn first_call(runtime: &str, pool: Pool, n: usize) -> Duration {
     let mut times = Vec::new();
     for _ in 0..n {
         let fx = Fixture::new();
-        let pool = if pooled { "1" } else { "0" };
-        let c = fx.client(runtime, &["--warm-pool", pool]).await;
-        if pooled {
+        let flags: &[&str] = match pool {
+            Pool::Off => &["--warm-pool", "0"],
+            Pool::Filled => &["--warm-pool", "1"],
+            Pool::Starting => &[],
+        };
+        let c = fx.client(runtime, flags).await;
+        if let Pool::Filled = pool {
             // Let the pool fill before the session's first call.
             tokio::time::sleep(Duration::from_millis(1500)).await;
         }
@@ -233,10 +230,10 @@ async fn main() {
         eprintln!("measuring {runtime}...");
         let per_call = in_cell_echo(runtime, 200).await;
         let rt = cell_round_trip(runtime, 30).await;
-        let cold = first_call(runtime, false, 5).await;
-        let pooled = first_call(runtime, true, 5).await;
+        let cold = first_call(runtime, Pool::Off, 5).await;
+        let pooled = first_call(runtime, Pool::Filled, 5).await;
         let rate = in_cell_gather(runtime, 500).await;
-        let at_once = first_call_after_initialize(runtime, 5).await;
+        let at_once = first_call(runtime, Pool::Starting, 5).await;
         rows.push((runtime, per_call, rt, cold, pooled, rate, at_once));
     }
     println!("Measured {date} on {}.", machine());
