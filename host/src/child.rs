@@ -50,6 +50,15 @@ pub(crate) fn inherited(names: &[&str]) -> Vec<(OsString, OsString)> {
         .collect()
 }
 
+/// What a child's stdin and stdout are (its stderr always goes to the log).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Io {
+    /// Pipes to codemode: the protocol channel (sandboxes, MCP servers).
+    Channel,
+    /// /dev/null: the channel is elsewhere (a socket passed to the child).
+    Closed,
+}
+
 /// How loud the child's stderr is in the log.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum StderrLevel {
@@ -87,6 +96,16 @@ impl CommandWrapper for ParentDeath {
         }
         Ok(())
     }
+}
+
+/// Spawns `cmd` as the leader of its own process group, with `death` as
+/// its parent-death signal.
+fn spawn_wrapped(cmd: Command, death: i32) -> std::io::Result<Box<dyn ChildWrapper>> {
+    let mut wrapped = CommandWrap::from(cmd);
+    wrapped
+        .wrap(ProcessGroup::leader())
+        .wrap(ParentDeath(death));
+    wrapped.spawn()
 }
 
 /// The last lines of a child's stderr, and whether the stream has ended.
@@ -147,24 +166,23 @@ pub(crate) struct Child {
 }
 
 impl Child {
-    /// Starts `cmd` supervised, its stdin and stdout piped to codemode as a
-    /// protocol channel. `death` is the signal the child gets when codemode
-    /// dies (SIGKILL, or SIGTERM for a client that must clean up).
+    /// Starts `cmd` supervised, its stdin and stdout as `io` says. `death`
+    /// is the signal the child gets when codemode dies (SIGKILL, or SIGTERM
+    /// for a client that must clean up).
     pub(crate) fn spawn(
         mut cmd: Command,
         label: impl Into<String>,
+        io: Io,
         level: StderrLevel,
         death: i32,
     ) -> std::io::Result<Self> {
         let label = label.into();
-        cmd.stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut wrapped = CommandWrap::from(cmd);
-        wrapped
-            .wrap(ProcessGroup::leader())
-            .wrap(ParentDeath(death));
-        let mut inner = wrapped.spawn()?;
+        let (stdin, stdout) = match io {
+            Io::Channel => (Stdio::piped(), Stdio::piped()),
+            Io::Closed => (Stdio::null(), Stdio::null()),
+        };
+        cmd.stdin(stdin).stdout(stdout).stderr(Stdio::piped());
+        let mut inner = spawn_wrapped(cmd, death)?;
         let pgid = inner
             .id()
             .and_then(|id| i32::try_from(id).ok())
@@ -293,16 +311,15 @@ impl Drop for Child {
 
 /// Runs `cmd` to completion for its output (stdout and stderr), killing
 /// its group after `limit`. The error names `label`.
-pub(crate) async fn output(cmd: Command, label: &str, limit: Duration) -> std::io::Result<Output> {
-    let mut cmd = cmd;
+pub(crate) async fn output(
+    mut cmd: Command,
+    label: &str,
+    limit: Duration,
+) -> std::io::Result<Output> {
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let mut wrapped = CommandWrap::from(cmd);
-    wrapped
-        .wrap(ProcessGroup::leader())
-        .wrap(ParentDeath(libc::SIGKILL));
-    let mut inner = wrapped.spawn()?;
+    let mut inner = spawn_wrapped(cmd, libc::SIGKILL)?;
     let mut stdout = inner.stdout().take();
     let mut stderr = inner.stderr().take();
     let run = async {
@@ -375,7 +392,14 @@ mod tests {
     #[tokio::test]
     async fn shutdown_escalates_to_sigkill_and_reaps() {
         let cmd = sh("trap '' TERM; echo started >&2; while :; do sleep 1; done");
-        let mut child = Child::spawn(cmd, "stubborn", StderrLevel::Info, libc::SIGKILL).unwrap();
+        let mut child = Child::spawn(
+            cmd,
+            "stubborn",
+            Io::Channel,
+            StderrLevel::Info,
+            libc::SIGKILL,
+        )
+        .unwrap();
         let pgid = child.pgid;
         assert!(!child.has_exited());
         let started = std::time::Instant::now();
@@ -399,7 +423,14 @@ mod tests {
     #[tokio::test]
     async fn the_stderr_tail_is_there_once_the_child_has_exited() {
         let cmd = sh("echo one >&2; echo two >&2; exit 3");
-        let mut child = Child::spawn(cmd, "failing", StderrLevel::Warn, libc::SIGKILL).unwrap();
+        let mut child = Child::spawn(
+            cmd,
+            "failing",
+            Io::Channel,
+            StderrLevel::Warn,
+            libc::SIGKILL,
+        )
+        .unwrap();
         assert!(child.wait_within(Duration::from_secs(5)).await.is_some());
         assert!(child.has_exited());
         assert_eq!(child.stderr_tail(Duration::from_secs(5)).await, "one\ntwo");
@@ -408,7 +439,14 @@ mod tests {
     #[tokio::test]
     async fn a_dropped_child_and_its_group_are_killed() {
         let cmd = sh("sleep 30 & sleep 30");
-        let child = Child::spawn(cmd, "dropped", StderrLevel::Info, libc::SIGKILL).unwrap();
+        let child = Child::spawn(
+            cmd,
+            "dropped",
+            Io::Channel,
+            StderrLevel::Info,
+            libc::SIGKILL,
+        )
+        .unwrap();
         let pgid = child.pgid;
         drop(child);
         assert_group_ends(pgid).await;

@@ -42,7 +42,7 @@ pub async fn build(opts: &BuildOptions, progress: &dyn Fn(&str)) -> Result<Built
     let engine = opts.engine.display().to_string();
     progress(&format!("{engine} build -t {tag}"));
     let containerfile = scratch.path().join("Containerfile");
-    let mut command = engine_command(&opts.engine);
+    let mut command = client::command(&opts.engine);
     // The engines' COPY cache keys ignore mtimes, so a cached layer could
     // carry stale source mtimes that invalidate every __pycache__ entry.
     command
@@ -96,17 +96,11 @@ fn guest_fingerprint(guest: &Path, variant: &str) -> Result<String, ImageError> 
 
 /// Whether the engine has an image called `tag` locally.
 pub async fn image_exists(engine: &Path, tag: &str) -> bool {
-    let mut cmd = engine_command(engine);
+    let mut cmd = client::command(engine);
     cmd.args(["image", "inspect", tag]);
     client::output(cmd, client::SHORT)
         .await
         .is_ok_and(|out| out.status.success())
-}
-
-/// An engine command with the environment and working directory every
-/// engine client gets (see [`client`]).
-fn engine_command(engine: &Path) -> Command {
-    client::command(engine)
 }
 
 /// The image's size in bytes as the engine reports it.
@@ -124,7 +118,7 @@ pub async fn image_size(engine: &Path, tag: &str) -> Result<u64, ImageError> {
 /// `<engine> image inspect --format FORMAT TAG`: the command shown in errors and its stdout.
 async fn inspect(engine: &Path, tag: &str, format: &str) -> Result<(String, String), ImageError> {
     let shown = format!("{} image inspect --format {format} {tag}", engine.display());
-    let mut cmd = engine_command(engine);
+    let mut cmd = client::command(engine);
     cmd.args(["image", "inspect", "--format", format, tag]);
     let output = client::output(cmd, client::SHORT)
         .await
@@ -159,7 +153,7 @@ async fn remove_replaced(
     if current.as_deref() == Some(previous.as_str()) {
         return;
     }
-    let mut cmd = engine_command(engine);
+    let mut cmd = client::command(engine);
     cmd.args(["image", "rm", &previous]);
     let removed = client::output(cmd, client::SHORT)
         .await

@@ -11,7 +11,7 @@ use rmcp::service::{NotificationContext, RunningService};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use tokio::sync::Mutex;
 
-use crate::child::{inherited, Child, StderrLevel};
+use crate::child::{inherited, Child, Io, StderrLevel};
 use crate::config::ServerConfig;
 
 /// How long a server may take to start and answer `initialize`: npx may
@@ -93,7 +93,7 @@ impl ProxiedServer {
             message,
         };
         let label = format!("server {}", cfg.name);
-        let mut child = Child::spawn(cmd, label, StderrLevel::Info, libc::SIGKILL)
+        let mut child = Child::spawn(cmd, label, Io::Channel, StderrLevel::Info, libc::SIGKILL)
             .map_err(|e| start_err(format!("cannot run {:?}: {e}", cfg.command)))?;
         let (Some(stdout), Some(stdin)) = (child.take_stdout(), child.take_stdin()) else {
             return Err(start_err("its stdio could not be piped".into()));

@@ -8,11 +8,11 @@ use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::process::Command;
 
 use super::RuntimeError;
-use crate::child::{Child, StderrLevel};
+use crate::child::{Child, Io, StderrLevel};
 
 /// How long a sandbox gets to exit after its channel closes before SIGTERM,
 /// and again before SIGKILL: the guest flushes and exits at once on EOF, so
@@ -92,23 +92,24 @@ impl SandboxProcess {
             libc::SIGKILL
         };
         let label = format!("sandbox {name}");
+        // With a socket, the child's stdin and stdout carry nothing.
+        let io = if socket.is_some() {
+            Io::Closed
+        } else {
+            Io::Channel
+        };
         let mut child =
-            Child::spawn(cmd, label.clone(), StderrLevel::Warn, death).map_err(|source| {
+            Child::spawn(cmd, label.clone(), io, StderrLevel::Warn, death).map_err(|source| {
                 RuntimeError::Spawn {
                     what: label.clone(),
                     source,
                 }
             })?;
-        let (stdin, stdout) = (child.take_stdin(), child.take_stdout());
         let channel: Option<Channel> = match socket {
             Some(ChannelSocket { host, guest }) => {
                 // The child has its copy; the host's would keep the guest
                 // from ever seeing EOF.
                 drop(guest);
-                drop(stdin);
-                if let Some(stdout) = stdout {
-                    drain(stdout, label.clone());
-                }
                 let host = host
                     .set_nonblocking(true)
                     .and_then(|()| tokio::net::UnixStream::from_std(host))
@@ -119,7 +120,7 @@ impl SandboxProcess {
                 let (read, write) = host.into_split();
                 Some((Box::new(read), Box::new(write)))
             }
-            None => match (stdout, stdin) {
+            None => match (child.take_stdout(), child.take_stdin()) {
                 (Some(read), Some(write)) => Some((Box::new(read), Box::new(write))),
                 _ => None,
             },
@@ -181,25 +182,6 @@ impl std::fmt::Debug for SandboxProcess {
             .field("container", &self.container)
             .finish()
     }
-}
-
-/// Reads and discards what a child writes on a stdout that is not the
-/// channel, so it never blocks on a full pipe; the first bytes go to the log.
-fn drain(mut stdout: tokio::process::ChildStdout, label: String) {
-    tokio::spawn(async move {
-        let mut buf = vec![0u8; 8192];
-        let mut logged = false;
-        while let Ok(n) = stdout.read(&mut buf).await {
-            if n == 0 {
-                break;
-            }
-            if !logged {
-                logged = true;
-                let text = String::from_utf8_lossy(&buf[..n.min(200)]).into_owned();
-                tracing::debug!(child = %label, "unexpected stdout: {text}");
-            }
-        }
-    });
 }
 
 impl Drop for SandboxProcess {

@@ -43,8 +43,8 @@ pub struct ArgumentError(String);
 
 impl RunPythonArgs {
     /// Parses a call's arguments (absent arguments are an empty object).
-    pub fn parse(args: Option<&Map<String, Value>>) -> Result<Self, ArgumentError> {
-        let value = Value::Object(args.cloned().unwrap_or_default());
+    pub fn parse(args: Option<Map<String, Value>>) -> Result<Self, ArgumentError> {
+        let value = Value::Object(args.unwrap_or_default());
         serde_json::from_value(value).map_err(|e| ArgumentError(e.to_string()))
     }
 
@@ -154,7 +154,7 @@ mod tests {
 
     fn parse(v: Value) -> Result<RunRequest, String> {
         let Value::Object(map) = v else { panic!() };
-        RunPythonArgs::parse(Some(&map))
+        RunPythonArgs::parse(Some(map))
             .map(|a| a.into_request("default"))
             .map_err(|e| e.to_string())
     }

@@ -139,7 +139,7 @@ impl ServerHandler for CodemodeServer {
             return Ok(render(&out, mode).into());
         }
         let default_session = format!("connection-{}", self.connection);
-        let req = match RunPythonArgs::parse(request.arguments.as_ref()) {
+        let req = match RunPythonArgs::parse(request.arguments) {
             Ok(args) => args.into_request(&default_session),
             Err(err) => {
                 return Ok(render(
