@@ -1,10 +1,54 @@
-//! Link settings for the embedded interpreter. libpython itself comes from
-//! pyo3 (see `pyo3-config.txt`); here the binary exports its symbols so the
-//! C extension modules in `lib-dynload` can resolve `Py*` against it.
+//! Link and embed settings for the interpreter. libpython itself comes from
+//! pyo3 (`PYO3_CONFIG_FILE`, written by `images/cpython/build.sh`); here:
+//! - the frozen standard library is located for `src/frozen.rs`;
+//! - the dynamically linked flavour (no `crt-static`) exports its symbols so
+//!   the C extension modules of wheels can resolve `Py*` against it. The
+//!   static flavour cannot load extension modules at all.
+
+use std::env;
+use std::path::PathBuf;
 
 fn main() {
-    println!("cargo:rustc-link-arg-bins=-Wl,--export-dynamic");
     println!("cargo:rerun-if-changed=build.rs");
-    println!("cargo:rerun-if-changed=pyo3-config.txt");
     println!("cargo:rerun-if-changed=python");
+    println!("cargo:rerun-if-env-changed=CODEMODE_PYTHON_DIR");
+    let Some(dir) = env::var_os("CODEMODE_PYTHON_DIR").map(PathBuf::from) else {
+        fail("CODEMODE_PYTHON_DIR is not set (.cargo/config.toml sets it)");
+    };
+    let frozen = dir.join("frozen");
+    for file in ["stdlib.bin", "stdlib.idx"] {
+        let path = frozen.join(file);
+        if !path.is_file() {
+            fail(&format!(
+                "{} is missing: build the guest's CPython first with images/cpython/build.sh \
+                 (scripts/test.sh and scripts/demo.sh do)",
+                path.display()
+            ));
+        }
+        println!("cargo:rerun-if-changed={}", path.display());
+    }
+    println!("cargo:rustc-env=CODEMODE_FROZEN_DIR={}", frozen.display());
+    let config = dir.join("pyo3-config.txt");
+    println!("cargo:rerun-if-changed={}", config.display());
+    let series = std::fs::read_to_string(&config)
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find_map(|line| line.strip_prefix("version=").map(str::to_owned))
+        })
+        .unwrap_or_else(|| fail(&format!("{} names no version", config.display())));
+    println!("cargo:rustc-env=CODEMODE_PYTHON_SERIES={series}");
+    let features = env::var("CARGO_CFG_TARGET_FEATURE").unwrap_or_default();
+    if !features.split(',').any(|f| f == "crt-static") {
+        println!("cargo:rustc-link-arg-bins=-Wl,--export-dynamic");
+    }
+}
+
+fn fail(message: &str) -> ! {
+    // Cargo shows a failed build script's stderr.
+    #[allow(clippy::print_stderr)]
+    {
+        eprintln!("error: {message}");
+    }
+    std::process::exit(1)
 }

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Command one: set up everything on a fresh Debian 12 machine and run a real
 # codemode session that discovers servers and calls tools on two of them.
+# Takes --python-source TARBALL on hosts without Debian's archive.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+parse_setup_args "$@"
 setup_all
 
 log "running a session: discover servers, call everything.echo and time.get_current_time"

@@ -19,9 +19,15 @@ NPM_PACKAGES=(
 )
 # The last two check the guest's embedded Python (scripts/test.sh).
 PIP_PACKAGES=("mcp-server-time==2026.10.19" "mcp==2.3.0" "ruff==0.17.5" "mypy==2.4.1")
-APT_PACKAGES=(podman runc bubblewrap uidmap slirp4netns fuse-overlayfs libpython3.11-dev python3.11 python3.11-venv)
-# What the datascience image stages from the host (installed without recommends).
-APT_DATASCIENCE=(python3-numpy python3-pandas python3-matplotlib)
+APT_PACKAGES=(podman runc bubblewrap uidmap slirp4netns fuse-overlayfs python3.11 python3.11-venv
+  # Building the guest's CPython (images/cpython/build.sh): the static
+  # archives its extension modules link.
+  build-essential pkg-config libffi-dev libssl-dev libsqlite3-dev liblzma-dev libbz2-dev zlib1g-dev uuid-dev)
+# The guest's CPython: Debian's pinned source package by default; a release
+# tarball instead with --python-source TARBALL (or CODEMODE_PYTHON_SOURCE).
+PYTHON_SOURCE="${CODEMODE_PYTHON_SOURCE:-}"
+# The target the static guest is built for (crt-static needs an explicit one).
+GUEST_TARGET=x86_64-unknown-linux-gnu
 
 log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 
@@ -37,15 +43,10 @@ install_apt() {
   done
   command -v node >/dev/null || missing+=(nodejs npm)
   command -v cargo >/dev/null || { echo "cargo not found: install Rust (rustup) first" >&2; return 1; }
-  local missing_ds=()
-  for p in "${APT_DATASCIENCE[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing_ds+=("$p")
-  done
-  if [ ${#missing[@]} -gt 0 ] || [ ${#missing_ds[@]} -gt 0 ]; then
-    log "apt: installing ${missing[*]} ${missing_ds[*]}"
+  if [ ${#missing[@]} -gt 0 ]; then
+    log "apt: installing ${missing[*]}"
     as_root apt-get update -qq
-    [ ${#missing[@]} -eq 0 ] || as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
-    [ ${#missing_ds[@]} -eq 0 ] || as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing_ds[@]}" >/dev/null
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
   fi
 }
 
@@ -69,9 +70,33 @@ install_servers() {
   fi
 }
 
+# Parses the README commands' own flag: --python-source TARBALL.
+parse_setup_args() {
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --python-source) PYTHON_SOURCE="$(realpath "$2")"; shift 2 ;;
+      *) echo "unknown argument: $1 (expected --python-source TARBALL)" >&2; return 2 ;;
+    esac
+  done
+}
+
+# The CPython the guest embeds, built once into ~/.cache/codemode (a second
+# run finds it and does nothing).
+build_python() {
+  "$ROOT/images/cpython/build.sh" ${PYTHON_SOURCE:+--python-source "$PYTHON_SOURCE"}
+}
+
+# codemode, the dynamic guest (cargo's own target/release/codemode-guest,
+# for images built from wheels) and the static guest, built for an explicit
+# target with crt-static and copied beside them as codemode-guest-static
+# (bubblewrap and the default image run it; see host/src/runtime/guest.rs).
 build_release() {
   log "cargo: building codemode and codemode-guest (release)"
   (cd "$ROOT" && cargo build --release --locked -p codemode -p codemode-guest)
+  log "cargo: building the static codemode-guest"
+  (cd "$ROOT" && RUSTFLAGS="-C target-feature=+crt-static" \
+    cargo build --release --locked -p codemode-guest --target "$GUEST_TARGET")
+  install -m 755 "$ROOT/target/$GUEST_TARGET/release/codemode-guest" "$BIN/codemode-guest-static"
 }
 
 build_image() {
@@ -154,6 +179,7 @@ as_ci_user() {
 setup_all() {
   install_apt
   install_servers
+  build_python
   build_release
   build_image
   write_demo_config

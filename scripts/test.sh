@@ -3,9 +3,12 @@
 # formatting, clippy, ruff and mypy on the guest's Python, and the whole
 # test suite against real sandboxes and real MCP servers. A missing tool is
 # installed, never skipped.
+# Takes --python-source TARBALL on hosts without Debian's archive.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+parse_setup_args "$@"
 install_apt
 install_servers
+build_python
 build_release
 build_image all
 write_demo_config

@@ -22,10 +22,6 @@ from _codemode_cells import CellRunner
 # What the host's messages become on the Python side (guest/src/records.rs).
 InboxItem = _codemode.Init | _codemode.Execute | _codemode.AddServers | _codemode.RpcAnswer
 
-# Debian's interpreter, for code that starts a Python child process; the
-# guest binary itself must never be run as "python".
-SYSTEM_PYTHON = "/usr/bin/python3.11"
-
 _driver: "Driver | None" = None
 
 
@@ -110,7 +106,13 @@ def prepare(wake_fd: int) -> str:
     """Sets up the interpreter before Ready; returns the Python version."""
     global _driver
     sys.dont_write_bytecode = True
-    sys.executable = SYSTEM_PYTHON if os.access(SYSTEM_PYTHON, os.X_OK) else ""
+    # No Python executable exists in the sandbox; the guest binary itself
+    # must never be started as "python".
+    sys.executable = ""
+    if _codemode.is_static():
+        import _codemode_static
+
+        _codemode_static.install()
     _codemode_stdio.install()
     _preimport()
     import __main__

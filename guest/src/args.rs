@@ -9,6 +9,8 @@
 //! `--channel-fd N` speaks the protocol on the socket at fd N instead of
 //! stdin/stdout (podman passes one with `--preserve-fds`, so frames skip
 //! conmon and the podman client).
+//! `--compile-all DIR` is the image builder's: it compiles the packages
+//! installed into an image with this guest's own CPython and exits.
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -27,6 +29,8 @@ pub struct Args {
     pub max_processes: Option<u64>,
     pub end_cell_processes: bool,
     pub channel_fd: Option<i32>,
+    /// Compile the Python files under this directory, then exit.
+    pub compile_all: Option<std::path::PathBuf>,
 }
 
 const USAGE: &str =
@@ -41,6 +45,7 @@ impl Args {
             max_processes: None,
             end_cell_processes: false,
             channel_fd: None,
+            compile_all: None,
         };
         let mut args = args.into_iter();
         while let Some(arg) = args.next() {
@@ -52,9 +57,16 @@ impl Args {
                 None => (arg, None),
             };
             match name.as_str() {
-                "--version" => {
-                    exit_with(&format!("codemode-guest {}\n", env!("CARGO_PKG_VERSION")))
-                }
+                "--version" => exit_with(&format!(
+                    "codemode-guest {} (CPython {}, {})\n",
+                    env!("CARGO_PKG_VERSION"),
+                    env!("CODEMODE_PYTHON_SERIES"),
+                    if cfg!(target_feature = "crt-static") {
+                        "static"
+                    } else {
+                        "dynamic"
+                    }
+                )),
                 "--help" | "-h" => exit_with(USAGE),
                 "--max-frame-bytes" => {
                     let value = value_of(&name, inline, &mut args)?;
@@ -75,6 +87,9 @@ impl Args {
                     let value = value_of(&name, inline, &mut args)?;
                     let fd = number(&name, &value, 3, 1023)?;
                     parsed.channel_fd = Some(i32::try_from(fd).unwrap_or(3));
+                }
+                "--compile-all" => {
+                    parsed.compile_all = Some(value_of(&name, inline, &mut args)?.into());
                 }
                 other => return Err(StartupError::Args(format!("unknown argument {other:?}"))),
             }

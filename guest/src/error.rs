@@ -35,6 +35,8 @@ pub enum StartupError {
     PythonInit(String),
     #[error("the guest's Python runtime failed to load: {0}")]
     Bootstrap(String),
+    #[error("cannot compile the Python files under {dir}: {reason}")]
+    Compile { dir: String, reason: String },
     #[error("cannot send Ready to the host: {0}")]
     Ready(#[source] FrameError),
 }

@@ -3,9 +3,10 @@
 //!
 //! The configuration is isolated (no `PYTHON*` variables, no user site, no
 //! script directory on `sys.path`), in UTF-8 mode whatever the sandbox's
-//! locale, without bytecode writes (the root is read-only), and with its
-//! home at the Debian prefix the stdlib lives under, so `sys.path` is right
-//! wherever the guest binary itself is mounted.
+//! locale, and without bytecode writes (the root is read-only). The
+//! standard library is frozen into the binary ([`crate::frozen`]), so the
+//! interpreter reads no file to start and `sys.path` holds only the
+//! image's package directory, when it has one.
 
 use std::ffi::{CStr, CString};
 use std::os::unix::ffi::OsStrExt;
@@ -19,30 +20,30 @@ use crate::embedded::BOOT;
 use crate::error::StartupError;
 use crate::pymod::_codemode;
 
-/// Where Debian's python3.11 keeps its stdlib (`<home>/lib/python3.11`), in
-/// the container image and on a host whose /usr bubblewrap binds.
-const PYTHON_HOME: &str = "/usr";
-const STDLIB_LANDMARK: &str = "lib/python3.11/os.py";
+/// Where an image built with packages (`codemode image build --variant` or
+/// `--requirements`) installs them; on `sys.path` when it exists.
+pub const SITE_PACKAGES: &str = "/usr/lib/codemode/site-packages";
 
 static STARTED: AtomicBool = AtomicBool::new(false);
 
 /// Settings fixed before the interpreter starts.
 pub struct PythonConfig {
-    pub home: Option<PathBuf>,
     pub program_name: Option<PathBuf>,
+    /// The directories on `sys.path` (the stdlib is frozen, not on it).
+    pub search_paths: Vec<PathBuf>,
 }
 
 impl PythonConfig {
-    /// Uses the Debian home when its stdlib is there; otherwise CPython's
-    /// own search from the program's location decides.
+    /// The image's package directory when there is one.
     pub fn resolve() -> Self {
-        let home = Path::new(PYTHON_HOME);
+        let site = Path::new(SITE_PACKAGES);
         Self {
-            home: home
-                .join(STDLIB_LANDMARK)
-                .is_file()
-                .then(|| home.to_path_buf()),
             program_name: std::env::current_exe().ok(),
+            search_paths: site
+                .is_dir()
+                .then(|| site.to_path_buf())
+                .into_iter()
+                .collect(),
         }
     }
 }
@@ -80,6 +81,44 @@ impl Interpreter {
     }
 }
 
+/// Compiles every Python file under `dir` to bytecode that is used without
+/// checking its source's mtime (an image's files never change), with this
+/// guest's own CPython, so the bytecode matches the interpreter that loads it.
+pub fn compile_all(dir: &Path) -> Result<(), StartupError> {
+    let failed = |reason: String| StartupError::Compile {
+        dir: dir.display().to_string(),
+        reason,
+    };
+    let config = PythonConfig {
+        program_name: None,
+        search_paths: Vec::new(),
+    };
+    if STARTED.swap(true, Ordering::SeqCst) {
+        return Err(failed("the interpreter was already started".into()));
+    }
+    initialize(&config)?;
+    Python::attach(|py| {
+        let run = || -> PyResult<bool> {
+            let mode = py
+                .import("py_compile")?
+                .getattr("PycInvalidationMode")?
+                .getattr("UNCHECKED_HASH")?;
+            let kwargs = pyo3::types::PyDict::new(py);
+            kwargs.set_item("quiet", 1)?;
+            kwargs.set_item("workers", 1)?;
+            kwargs.set_item("invalidation_mode", mode)?;
+            py.import("compileall")?
+                .call_method("compile_dir", (dir,), Some(&kwargs))?
+                .is_truthy()
+        };
+        match run() {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(failed("some files did not compile (see above)".into())),
+            Err(err) => Err(failed(describe(py, &err))),
+        }
+    })
+}
+
 fn load_runtime(py: Python<'_>, wake_fd: i32) -> PyResult<(Py<PyModule>, String)> {
     let boot_code = CString::new(BOOT.text)?;
     let boot_file = CString::new(format!("<codemode>/{}", BOOT.path))?;
@@ -107,15 +146,20 @@ fn describe(py: Python<'_>, err: &PyErr) -> String {
 }
 
 fn initialize(config: &PythonConfig) -> Result<(), StartupError> {
-    let home = config.home.as_deref().map(path_cstring).transpose()?;
+    crate::frozen::install().map_err(StartupError::PythonInit)?;
     let program = config
         .program_name
         .as_deref()
         .map(path_cstring)
         .transpose()?;
+    let search_paths = config
+        .search_paths
+        .iter()
+        .map(|path| path_cstring(path))
+        .collect::<Result<Vec<_>, _>>()?;
     // SAFETY: the PyPreConfig/PyConfig structs are initialized by their
     // Init functions before any field is read, strings are set through
-    // PyConfig_SetBytesString, the config is cleared after use, and this runs
+    // CPython's own setters, the config is cleared after use, and this runs
     // once (guarded by STARTED) on the main thread before any other Python
     // call. PyEval_SaveThread releases the GIL so `Python::attach` can take it.
     unsafe {
@@ -132,7 +176,9 @@ fn initialize(config: &PythonConfig) -> Result<(), StartupError> {
         config.write_bytecode = 0;
         config.user_site_directory = 0;
         config.site_import = 1;
-        let result = set_strings(&mut config, home.as_deref(), program.as_deref())
+        // No stdlib on disk to look for, so no warning about not finding it.
+        config.pathconfig_warnings = 0;
+        let result = set_strings(&mut config, program.as_deref(), &search_paths)
             .and_then(|()| check(ffi::Py_InitializeFromConfig(&config)));
         ffi::PyConfig_Clear(&mut config);
         result?;
@@ -142,29 +188,36 @@ fn initialize(config: &PythonConfig) -> Result<(), StartupError> {
 }
 
 /// # Safety
-/// `config` must have been initialized by `PyConfig_Init*Config`.
+/// `config` must have been initialized by `PyConfig_Init*Config`, after
+/// pre-initialization (the paths are decoded with the locale it set).
 unsafe fn set_strings(
     config: &mut ffi::PyConfig,
-    home: Option<&CStr>,
     program: Option<&CStr>,
+    search_paths: &[CString],
 ) -> Result<(), StartupError> {
     let config_ptr: *mut ffi::PyConfig = config;
     // SAFETY: per this function's contract the config is initialized; the
-    // field pointers come from that same config.
+    // field pointers come from that same config. A decoded path is copied
+    // by PyWideStringList_Append, then freed with the allocator that made it.
     unsafe {
-        if let Some(home) = home {
-            check(ffi::PyConfig_SetBytesString(
-                config_ptr,
-                &mut (*config_ptr).home,
-                home.as_ptr(),
-            ))?;
-        }
         if let Some(program) = program {
             check(ffi::PyConfig_SetBytesString(
                 config_ptr,
                 &mut (*config_ptr).program_name,
                 program.as_ptr(),
             ))?;
+        }
+        (*config_ptr).module_search_paths_set = 1;
+        for path in search_paths {
+            let wide = ffi::Py_DecodeLocale(path.as_ptr(), std::ptr::null_mut());
+            if wide.is_null() {
+                return Err(StartupError::PythonInit(format!(
+                    "cannot decode the path {path:?}"
+                )));
+            }
+            let status = ffi::PyWideStringList_Append(&mut (*config_ptr).module_search_paths, wide);
+            ffi::PyMem_RawFree(wide.cast());
+            check(status)?;
         }
     }
     Ok(())

@@ -15,6 +15,7 @@ mod channel;
 mod embedded;
 mod error;
 mod fds;
+mod frozen;
 mod interpreter;
 mod output;
 mod procs;
@@ -55,6 +56,10 @@ pub fn run_main() -> ! {
 
 fn run() -> Result<std::convert::Infallible, StartupError> {
     let args = args::Args::parse(std::env::args_os().skip(1))?;
+    if let Some(dir) = &args.compile_all {
+        interpreter::compile_all(dir)?;
+        exit_now(0)
+    }
     if let Some(max) = args.max_processes {
         // Before any thread: threads count against the cap too.
         procs::limit(max).map_err(|source| StartupError::Setup {

@@ -111,6 +111,13 @@ pub mod _codemode {
         ToolInfo,
     };
 
+    /// Whether this guest is the fully static flavour, which cannot load C
+    /// extension modules or shared libraries.
+    #[pyfunction]
+    fn is_static() -> bool {
+        cfg!(target_feature = "crt-static")
+    }
+
     /// Takes every queued host message, as records (see `records`).
     #[pyfunction]
     fn take_inbox(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyAny>>> {

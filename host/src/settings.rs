@@ -35,6 +35,11 @@ pub struct Settings {
     /// Container image for podman/docker (default: the image matching this build).
     #[arg(long, env = "MCP_BRIDGE_IMAGE")]
     pub image: Option<String>,
+    /// Which of codemode's images to run (podman/docker): `default`,
+    /// `datascience`, or the name given to `codemode image build --variant
+    /// NAME --requirements FILE`. `--image` overrides it.
+    #[arg(long, env = "MCP_BRIDGE_VARIANT", default_value = "default")]
+    pub variant: crate::image::Variant,
     /// OCI runtime podman should use (e.g. runc). Default: runc when the
     /// host's cgroup layout is v1/hybrid (crun refuses it), else podman's own.
     #[arg(long, env = "MCP_BRIDGE_OCI_RUNTIME")]

@@ -149,9 +149,12 @@ pub fn print_line(text: &str) -> ExitCode {
 pub async fn image_build(
     settings: &Settings,
     variant: crate::image::Variant,
+    requirements: Option<std::path::PathBuf>,
     tag: Option<String>,
     force: bool,
 ) -> ExitCode {
+    use crate::image::Contents;
+    use crate::runtime::guest::{beside_codemode, Flavour};
     let engine = match crate::runtime::select_backend(settings).await {
         Ok(choice) => match choice.backend {
             crate::runtime::Backend::Oci(oci) => oci.binary,
@@ -164,12 +167,40 @@ pub async fn image_build(
             None => return fail("building an image needs podman or docker on PATH"),
         },
     };
-    let Some(guest) = crate::runtime::guest_path(settings).filter(|p| p.exists()) else {
-        return fail("codemode-guest not found next to codemode; build it (`cargo build --release -p codemode-guest`) or pass --guest PATH");
+    let requirements = match (requirements, variant.built_in_requirements()) {
+        (Some(file), _) => match std::fs::read_to_string(&file) {
+            Ok(text) => Some((text, file.display().to_string())),
+            Err(e) => return fail(&format!("cannot read the requirements file {}: {e}", file.display())),
+        },
+        (None, Some(text)) => Some((text.to_owned(), format!("the {variant} variant's pinned list"))),
+        (None, None) if variant.is_default() => None,
+        (None, None) => {
+            return fail(&format!(
+                "variant {variant:?} is not built in (`default`, `datascience`): give its packages with --requirements FILE"
+            ))
+        }
+    };
+    let contents = match requirements {
+        None => {
+            let Some(guest) = crate::runtime::guest_path(settings).filter(|p| p.exists()) else {
+                return fail("the static codemode-guest was not found next to codemode (as codemode-guest-static or a static codemode-guest); build it (scripts/lib.sh build_release, see the README) or pass --guest PATH");
+            };
+            Contents::GuestOnly { guest }
+        }
+        Some((requirements, source)) => {
+            let Some(guest) = beside_codemode(Flavour::Dynamic) else {
+                return fail("the dynamically linked codemode-guest was not found next to codemode (as codemode-guest or codemode-guest-dynamic); build it with `cargo build --release -p codemode-guest`");
+            };
+            Contents::Packages {
+                guest,
+                requirements,
+                source,
+            }
+        }
     };
     let opts = crate::image::BuildOptions {
         variant,
-        guest,
+        contents,
         engine,
         tag,
         force,

@@ -76,11 +76,19 @@ pub enum Command {
 
 #[derive(Debug, Subcommand)]
 pub enum ImageAction {
-    /// Stage the guest and the Python stdlib and build the image offline.
+    /// Build a sandbox image offline: the static guest alone (default), or
+    /// the dynamic guest with packages installed from wheels.
     Build {
-        #[arg(long, value_enum, default_value = "default")]
+        /// `default`, `datascience` (numpy, pandas, matplotlib, scipy), or a
+        /// name for an image built with --requirements; `--variant NAME`
+        /// then selects it at run time.
+        #[arg(long, default_value = "default")]
         variant: crate::image::Variant,
-        /// Image tag (default: the tag this build expects).
+        /// A pip requirements file whose packages the image carries
+        /// (downloaded here as wheels; the sandbox has no network).
+        #[arg(long, value_name = "FILE")]
+        requirements: Option<std::path::PathBuf>,
+        /// Image tag (default: the variant's tag, `codemode image tag`).
         #[arg(long)]
         tag: Option<String>,
         /// Rebuild even if the image already holds this guest.
@@ -89,7 +97,7 @@ pub enum ImageAction {
     },
     /// Print the tag of the image this build of codemode runs.
     Tag {
-        #[arg(long, value_enum, default_value = "default")]
+        #[arg(long, default_value = "default")]
         variant: crate::image::Variant,
     },
 }
@@ -140,13 +148,14 @@ pub fn main() -> ExitCode {
                 action:
                     ImageAction::Build {
                         variant,
+                        requirements,
                         tag,
                         force,
                     },
-            } => human::image_build(&cli.settings, variant, tag, force).await,
+            } => human::image_build(&cli.settings, variant, requirements, tag, force).await,
             Command::Image {
                 action: ImageAction::Tag { variant },
-            } => human::print_line(&crate::image::image_tag(variant)),
+            } => human::print_line(&crate::image::image_tag(&variant)),
             Command::Tools { action } => {
                 human::tools(&cli.settings, action.unwrap_or(ToolsAction::List))
             }

@@ -9,7 +9,7 @@ use tokio::process::Command;
 
 use super::error::ImageError;
 use super::stage::stage;
-use super::{image_tag, BuildOptions, BuiltImage};
+use super::{image_tag, BuildOptions, BuiltImage, Contents};
 use crate::runtime::client;
 
 /// Engine output lines kept for the error message when a build fails.
@@ -19,8 +19,8 @@ const KEPT_LINES: usize = 40;
 /// `opts.engine` and reports the tag, size and file count. Staging runs on
 /// the calling thread (seconds of file copying); the engine runs as a child.
 pub async fn build(opts: &BuildOptions, progress: &dyn Fn(&str)) -> Result<BuiltImage, ImageError> {
-    let tag = opts.tag.clone().unwrap_or_else(|| image_tag(opts.variant));
-    let fingerprint = guest_fingerprint(&opts.guest, opts.variant.name())?;
+    let tag = opts.tag.clone().unwrap_or_else(|| image_tag(&opts.variant));
+    let fingerprint = fingerprint(opts)?;
     if !opts.force {
         let format = format!("{{{{index .Labels \"{FINGERPRINT_LABEL}\"}}}}");
         if let Ok((_, label)) = inspect(&opts.engine, &tag, &format).await {
@@ -38,7 +38,7 @@ pub async fn build(opts: &BuildOptions, progress: &dyn Fn(&str)) -> Result<Built
         }
     }
     let scratch = ScratchDir::create()?;
-    let staged_files = stage(opts.variant, &opts.guest, scratch.path(), progress)?;
+    let staged_files = stage(&opts.variant, &opts.contents, scratch.path(), progress)?;
     let engine = opts.engine.display().to_string();
     progress(&format!("{engine} build -t {tag}"));
     let containerfile = scratch.path().join("Containerfile");
@@ -74,14 +74,22 @@ pub async fn build(opts: &BuildOptions, progress: &dyn Fn(&str)) -> Result<Built
     })
 }
 
-/// Label holding [`guest_fingerprint`] of the guest an image was built with.
+/// Label holding [`fingerprint`] of what an image was built from.
 pub const FINGERPRINT_LABEL: &str = "io.codemode.guest-fingerprint";
 
-/// Identifies a guest binary and variant, so a rebuild can be skipped when
-/// the image already holds exactly this guest. Not a security hash: a
-/// mismatch only costs a rebuild.
-fn guest_fingerprint(guest: &Path, variant: &str) -> Result<String, ImageError> {
+/// Identifies a guest binary, variant and requirements, so a rebuild can be
+/// skipped when the image already holds exactly these. Not a security hash:
+/// a mismatch only costs a rebuild.
+fn fingerprint(opts: &BuildOptions) -> Result<String, ImageError> {
     use std::hash::{Hash, Hasher};
+    let (guest, requirements) = match &opts.contents {
+        Contents::GuestOnly { guest } => (guest, ""),
+        Contents::Packages {
+            guest,
+            requirements,
+            ..
+        } => (guest, requirements.as_str()),
+    };
     let bytes = std::fs::read(guest).map_err(|source| ImageError::Io {
         action: "read the guest binary",
         path: guest.to_path_buf(),
@@ -89,7 +97,8 @@ fn guest_fingerprint(guest: &Path, variant: &str) -> Result<String, ImageError> 
     })?;
     let mut h = std::collections::hash_map::DefaultHasher::new();
     bytes.hash(&mut h);
-    variant.hash(&mut h);
+    opts.variant.name().hash(&mut h);
+    requirements.hash(&mut h);
     env!("CARGO_PKG_VERSION").hash(&mut h);
     Ok(format!("{:016x}-{}", h.finish(), bytes.len()))
 }

@@ -17,7 +17,7 @@ pub enum ImageError {
         #[source]
         source: std::io::Error,
     },
-    /// A helper program (ldd, dpkg, apt-get, python3.11, the engine) could not be started.
+    /// A helper program (ldd, pip, the guest, the engine) could not be started.
     #[error("could not run `{command}`: {source}")]
     Spawn {
         /// The command line.
@@ -54,14 +54,6 @@ pub enum ImageError {
         /// What is there instead.
         found: String,
     },
-    /// The Debian Python 3.11 standard library is not where the image needs it.
-    #[error(
-        "expected Debian's Python 3.11 standard library at {path} (package libpython3.11-stdlib), found nothing"
-    )]
-    MissingStdlib {
-        /// The directory looked for.
-        path: PathBuf,
-    },
     /// An ELF file needs a shared library the host's loader cannot find.
     #[error("{elf} needs {library}, which the host's dynamic loader cannot find (ldd: not found)")]
     MissingLibrary {
@@ -76,15 +68,15 @@ pub enum ImageError {
         /// The path being resolved.
         path: PathBuf,
     },
-    /// Packages the variant needs are missing and cannot be installed by this process.
-    #[error(
-        "the {variant} image needs the Debian packages {packages}, which are missing; installing them needs root: run `apt-get install --no-install-recommends {packages}`"
-    )]
-    PackagesMissing {
-        /// The variant being built.
-        variant: &'static str,
-        /// Space-separated package names.
-        packages: String,
+    /// The guest given is the wrong flavour for the image.
+    #[error("{path} is {found}, but {why}")]
+    WrongGuest {
+        /// The guest binary.
+        path: PathBuf,
+        /// What it is ("dynamically linked").
+        found: &'static str,
+        /// Which flavour the image needs, and why.
+        why: &'static str,
     },
 }
 

@@ -1,17 +1,20 @@
-//! Sandbox images, built offline from this Debian 12 host's own files.
+//! Sandbox images, built offline.
 //!
 //! This module owns image naming ([`image_tag`]), staging a `FROM scratch`
-//! build context from the host's Debian packages ([`stage`]: the guest,
-//! Python 3.11's stdlib, optional numpy/pandas/matplotlib, and the `ldd`
-//! closure of every ELF file) and building it with podman or docker
-//! ([`build`]). The Containerfile template and the datascience probe live in
-//! `images/`; `images/README.md` explains the result. Progress goes to the
-//! caller's callback, never to stdout.
+//! build context ([`stage`]) and building it with podman or docker
+//! ([`build`]). The default image is one file: the static guest, CPython
+//! and its standard library inside. An image with packages (the
+//! `datascience` variant, or a user's requirements file) carries the
+//! dynamically linked guest, the packages installed from wheels
+//! ([`packages`]) and the shared libraries they load. The Containerfile
+//! template and the datascience requirements live in `images/`;
+//! `images/README.md` explains the result. Progress goes to the caller's
+//! callback, never to stdout.
 
-mod datascience;
 mod elf;
 mod engine;
 mod error;
+mod packages;
 mod rootfs;
 mod stage;
 
@@ -22,23 +25,59 @@ pub use engine::{build, image_exists};
 /// Image repository of the default variant; variants append `-<name>`.
 pub const REPOSITORY: &str = "localhost/codemode-sandbox";
 
-/// Which image to build.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, clap::ValueEnum)]
-pub enum Variant {
-    /// The guest and the Python 3.11 standard library (about 50 MB).
-    #[default]
-    Default,
-    /// Default plus numpy, pandas and matplotlib (Agg backend).
-    Datascience,
-}
+/// The datascience variant's pinned requirements (numpy, pandas,
+/// matplotlib, scipy and what they need), installed from PyPI wheels.
+pub const DATASCIENCE_REQUIREMENTS: &str = include_str!("../../../images/datascience.txt");
+
+/// An image's name among codemode's images: `default`, `datascience`, or a
+/// name given to an image built from a requirements file. It picks the
+/// image's tag, so `--variant NAME` selects it at run time.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Variant(String);
 
 impl Variant {
+    pub const DEFAULT: &'static str = "default";
+    pub const DATASCIENCE: &'static str = "datascience";
+
     /// The name used on the command line, in tags and in image labels.
-    pub fn name(self) -> &'static str {
-        match self {
-            Variant::Default => "default",
-            Variant::Datascience => "datascience",
+    pub fn name(&self) -> &str {
+        &self.0
+    }
+
+    pub fn is_default(&self) -> bool {
+        self.0 == Self::DEFAULT
+    }
+
+    /// Requirements this variant brings itself (only `datascience` does).
+    pub fn built_in_requirements(&self) -> Option<&'static str> {
+        (self.0 == Self::DATASCIENCE).then_some(DATASCIENCE_REQUIREMENTS)
+    }
+}
+
+impl Default for Variant {
+    fn default() -> Self {
+        Variant(Self::DEFAULT.to_owned())
+    }
+}
+
+impl std::str::FromStr for Variant {
+    type Err = String;
+
+    /// Lowercase letters, digits and inner dashes, at most 40: it becomes
+    /// part of an image name.
+    fn from_str(name: &str) -> Result<Self, String> {
+        let valid_char = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-';
+        if name.is_empty()
+            || name.len() > 40
+            || !name.chars().all(valid_char)
+            || name.starts_with('-')
+            || name.ends_with('-')
+        {
+            return Err(format!(
+                "variant {name:?} must be 1-40 lowercase letters, digits and inner dashes (like `default`, `datascience`, `ml-tools`)"
+            ));
         }
+        Ok(Variant(name.to_owned()))
     }
 }
 
@@ -51,10 +90,11 @@ impl std::fmt::Display for Variant {
 /// The tag `codemode image build` gives `variant`: the guest version (this
 /// crate's, the workspace shares one) and the protocol major, so a host
 /// never runs a guest that speaks another protocol.
-pub fn image_tag(variant: Variant) -> String {
-    let suffix = match variant {
-        Variant::Default => String::new(),
-        other => format!("-{}", other.name()),
+pub fn image_tag(variant: &Variant) -> String {
+    let suffix = if variant.is_default() {
+        String::new()
+    } else {
+        format!("-{}", variant.name())
     };
     format!(
         "{REPOSITORY}{suffix}:{}-p{}",
@@ -63,13 +103,27 @@ pub fn image_tag(variant: Variant) -> String {
     )
 }
 
+/// What goes into an image besides the guest.
+#[derive(Debug, Clone)]
+pub enum Contents {
+    /// The static guest alone.
+    GuestOnly { guest: PathBuf },
+    /// The dynamic guest and packages from wheels.
+    Packages {
+        guest: PathBuf,
+        /// pip requirements (the text of a requirements file).
+        requirements: String,
+        /// Where the requirements came from, for messages.
+        source: String,
+    },
+}
+
 /// What [`build`] builds, with what.
 #[derive(Debug, Clone)]
 pub struct BuildOptions {
-    /// Which image.
+    /// Which image (its name in tags and labels).
     pub variant: Variant,
-    /// The codemode-guest binary to put in it.
-    pub guest: PathBuf,
+    pub contents: Contents,
     /// `podman` or `docker` (a name on PATH or a path).
     pub engine: PathBuf,
     /// A tag instead of [`image_tag`]`(variant)`.

@@ -5,7 +5,7 @@
 //! target staged too, so the loader and Python find files under the names
 //! they ask for. Files keep their permission bits, minus setuid/setgid.
 
-use std::collections::{BTreeSet, HashSet, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 use std::ffi::OsString;
 use std::fs;
 use std::os::unix::fs::{symlink, PermissionsExt};
@@ -19,9 +19,6 @@ const MAX_SYMLINKS: usize = 40;
 /// No setuid, setgid or sticky bits come from the host.
 const MODE_MASK: u32 = 0o777;
 
-/// Decides whether a host path met while walking a tree is left out.
-pub(crate) type Skip<'a> = &'a dyn Fn(&Path, &fs::FileType) -> bool;
-
 /// The staging tree (`rootfs/`) and what has gone into it.
 pub(crate) struct Rootfs {
     root: PathBuf,
@@ -29,8 +26,6 @@ pub(crate) struct Rootfs {
     entries: usize,
     /// Real host paths of the ELF files copied so far, for `ldd`.
     elves: BTreeSet<PathBuf>,
-    /// Real host directories already walked, so symlinked trees are walked once.
-    walked: HashSet<PathBuf>,
 }
 
 impl Rootfs {
@@ -42,7 +37,6 @@ impl Rootfs {
             root: root.to_path_buf(),
             entries: 0,
             elves: BTreeSet::new(),
-            walked: HashSet::new(),
         })
     }
 
@@ -116,36 +110,6 @@ impl Rootfs {
         Ok(real)
     }
 
-    /// Stages `abs` and, if it is a directory, everything below it that
-    /// `skip` does not exclude, following symlinked subtrees.
-    pub(crate) fn stage_tree(&mut self, abs: &Path, skip: Skip<'_>) -> Result<(), ImageError> {
-        let real = self.stage_path(abs)?;
-        if !real.is_dir() || !self.walked.insert(real.clone()) {
-            return Ok(());
-        }
-        let entries = fs::read_dir(&real).map_err(ImageError::io("list", real.clone()))?;
-        let mut children = Vec::new();
-        for entry in entries {
-            let entry = entry.map_err(ImageError::io("list", real.clone()))?;
-            let kind = entry
-                .file_type()
-                .map_err(ImageError::io("inspect", entry.path()))?;
-            children.push((entry.path(), kind));
-        }
-        // Sorted so that staging, and its errors, are deterministic.
-        children.sort_by(|a, b| a.0.cmp(&b.0));
-        for (path, kind) in children {
-            // Sockets and fifos have no place in an image, nor do dangling links.
-            let stageable = kind.is_file()
-                || kind.is_dir()
-                || (kind.is_symlink() && fs::metadata(&path).is_ok());
-            if stageable && !skip(&path, &kind) {
-                self.stage_tree(&path, skip)?;
-            }
-        }
-        Ok(())
-    }
-
     /// Creates a directory in the tree with an explicit mode (e.g. 1777 for /tmp).
     pub(crate) fn add_dir_with_mode(&mut self, abs: &Path, mode: u32) -> Result<(), ImageError> {
         let dest = self.dest(abs);
@@ -178,6 +142,36 @@ impl Rootfs {
             self.elves.insert(real);
         }
         Ok(())
+    }
+
+    /// Takes in a tree something else wrote straight into the staging tree
+    /// at `abs` (pip): counts its files and records its ELF files, which
+    /// are already in place (their own libraries may be too).
+    pub(crate) fn adopt_tree(&mut self, abs: &Path) -> Result<(), ImageError> {
+        let mut pending = vec![self.dest(abs)];
+        while let Some(dir) = pending.pop() {
+            let entries = fs::read_dir(&dir).map_err(ImageError::io("list", dir.clone()))?;
+            for entry in entries {
+                let entry = entry.map_err(ImageError::io("list", dir.clone()))?;
+                let kind = entry
+                    .file_type()
+                    .map_err(ImageError::io("inspect", entry.path()))?;
+                if kind.is_dir() {
+                    pending.push(entry.path());
+                } else {
+                    self.entries += 1;
+                    if kind.is_file() && is_elf(&entry.path()) {
+                        self.elves.insert(entry.path());
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether `path` lies inside the staging tree itself.
+    pub(crate) fn holds(&self, path: &Path) -> bool {
+        path.starts_with(&self.root)
     }
 
     fn add_dir(&mut self, host: &Path, mode: u32) -> Result<(), ImageError> {

@@ -6,37 +6,14 @@ use std::path::{Path, PathBuf};
 
 use super::elf::{is_elf, library_closure};
 use super::error::ImageError;
+use super::packages::{self, SITE_PACKAGES};
 use super::rootfs::Rootfs;
-use super::{datascience, Variant};
+use super::{Contents, Variant};
+use crate::runtime::guest::{flavour_of, Flavour};
 
-/// Debian's interpreter: the stdlib in the image must be the one the guest was built against.
-pub(crate) const PYTHON: &str = "/usr/bin/python3.11";
-/// Debian's Python 3.11 standard library.
-pub const STDLIB: &str = "/usr/lib/python3.11";
 /// Where the guest lives in the image; the Containerfile's ENTRYPOINT.
 pub const GUEST_PATH: &str = "/usr/local/bin/codemode-guest";
-const ZONEINFO: &str = "/usr/share/zoneinfo";
 const CONTAINERFILE: &str = include_str!("../../../images/Containerfile");
-
-/// Stdlib parts nobody imports in a headless sandbox, relative to [`STDLIB`]:
-/// test suites, GUI toolkits, pip bootstrap, the 25 MB static libpython, and
-/// the version-specific package dirs (python3-numpy puts a module there that
-/// would drag BLAS into the default image).
-const STDLIB_SKIP: [&str; 13] = [
-    "dist-packages",
-    "site-packages",
-    "test",
-    "idlelib",
-    "tkinter",
-    "turtledemo",
-    "ensurepip",
-    "config-3.11-x86_64-linux-gnu",
-    "lib2to3/tests",
-    "distutils/tests",
-    "unittest/test",
-    "ctypes/test",
-    "sqlite3/test",
-];
 
 /// The loader's built-in search path on Debian amd64; libraries elsewhere
 /// need LD_LIBRARY_PATH in the image because it has no ld.so.cache.
@@ -56,37 +33,56 @@ const GROUP: &str = "root:x:0:\nnogroup:x:65534:\n";
 /// Writes `rootfs/` and `Containerfile` for `variant` into `dest` (created if
 /// missing; meant to be empty). Returns the number of files and symlinks staged.
 pub fn stage(
-    variant: Variant,
-    guest: &Path,
+    variant: &Variant,
+    contents: &Contents,
     dest: &Path,
     progress: &dyn Fn(&str),
 ) -> Result<usize, ImageError> {
-    check_guest(guest)?;
-    if !Path::new(STDLIB).join("os.py").is_file() {
-        return Err(ImageError::MissingStdlib {
-            path: STDLIB.into(),
-        });
-    }
     let mut rootfs = Rootfs::create(&dest.join("rootfs"))?;
-    progress(&format!(
-        "staging the guest {} as {GUEST_PATH}",
-        guest.display()
-    ));
-    rootfs.copy_to(guest, Path::new(GUEST_PATH), 0o755)?;
-
-    progress(&format!(
-        "staging the Python 3.11 standard library from {STDLIB}"
-    ));
-    rootfs.stage_tree(Path::new(STDLIB), &skip_stdlib)?;
-    // The stdlib's zoneinfo module reads the system tz database; the leap-second
-    // "right/" copy doubles it for no use.
-    let skip_right = |path: &Path, _: &fs::FileType| path == Path::new(ZONEINFO).join("right");
-    rootfs.stage_tree(Path::new(ZONEINFO), &skip_right)?;
-
-    if variant == Variant::Datascience {
-        datascience::stage(&mut rootfs, dest, progress)?;
+    let mut extra_dirs = BTreeSet::new();
+    match contents {
+        Contents::GuestOnly { guest } => {
+            check_guest(guest, Flavour::Static)?;
+            progress(&format!(
+                "staging the static guest {} as {GUEST_PATH}: CPython and its standard library are inside it",
+                guest.display()
+            ));
+            rootfs.copy_to(guest, Path::new(GUEST_PATH), 0o755)?;
+        }
+        Contents::Packages {
+            guest,
+            requirements,
+            source,
+        } => {
+            check_guest(guest, Flavour::Dynamic)?;
+            progress(&format!(
+                "staging the dynamic guest {} as {GUEST_PATH}",
+                guest.display()
+            ));
+            rootfs.copy_to(guest, Path::new(GUEST_PATH), 0o755)?;
+            packages::stage(&mut rootfs, guest, requirements, source, dest, progress)?;
+            extra_dirs = stage_libraries(&mut rootfs, progress)?;
+        }
     }
+    rootfs.write_file(Path::new("/etc/passwd"), PASSWD.as_bytes())?;
+    rootfs.write_file(Path::new("/etc/group"), GROUP.as_bytes())?;
+    // podman copies the image's /tmp mode onto a --tmpfs /tmp, so it must be 1777 here.
+    rootfs.add_dir_with_mode(Path::new("/tmp"), 0o1777)?;
+    rootfs.add_dir_with_mode(Path::new("/workspace"), 0o1777)?;
 
+    let containerfile = render_containerfile(variant, contents, &extra_dirs);
+    let path = dest.join("Containerfile");
+    fs::write(&path, containerfile).map_err(ImageError::io("write", path))?;
+    Ok(rootfs.entries())
+}
+
+/// Stages the `ldd` closure of every ELF file in the tree (the dynamic
+/// guest, the packages' extension modules); returns the directories the
+/// loader must be told about.
+fn stage_libraries(
+    rootfs: &mut Rootfs,
+    progress: &dyn Fn(&str),
+) -> Result<BTreeSet<PathBuf>, ImageError> {
     let elves: Vec<PathBuf> = rootfs.elves().iter().cloned().collect();
     progress(&format!(
         "resolving the shared libraries of {} ELF files with ldd",
@@ -94,37 +90,40 @@ pub fn stage(
     ));
     let libraries = library_closure(&elves)?;
     let mut extra_dirs = BTreeSet::new();
+    let mut staged = 0;
     for library in &libraries {
+        // A wheel's own vendored libraries (numpy.libs/...) are in place.
+        if rootfs.holds(library) {
+            continue;
+        }
         rootfs.stage_path(library)?;
+        staged += 1;
         if let Some(dir) = library.parent() {
             if !LOADER_DIRS.iter().any(|known| dir == Path::new(known)) {
                 extra_dirs.insert(dir.to_path_buf());
             }
         }
     }
-    progress(&format!("staged {} shared libraries", libraries.len()));
-
-    // Written last so nothing copied from the host's /etc can replace them.
-    rootfs.write_file(Path::new("/etc/passwd"), PASSWD.as_bytes())?;
-    rootfs.write_file(Path::new("/etc/group"), GROUP.as_bytes())?;
-    // podman copies the image's /tmp mode onto a --tmpfs /tmp, so it must be 1777 here.
-    rootfs.add_dir_with_mode(Path::new("/tmp"), 0o1777)?;
-    rootfs.add_dir_with_mode(Path::new("/workspace"), 0o1777)?;
-
-    let containerfile = render_containerfile(variant, &extra_dirs);
-    let path = dest.join("Containerfile");
-    fs::write(&path, containerfile).map_err(ImageError::io("write", path))?;
-    Ok(rootfs.entries())
+    progress(&format!("staged {staged} shared libraries from the host"));
+    Ok(extra_dirs)
 }
 
 /// The Containerfile of `variant` with its fields filled in.
-pub(crate) fn render_containerfile(variant: Variant, extra_lib_dirs: &BTreeSet<PathBuf>) -> String {
+pub(crate) fn render_containerfile(
+    variant: &Variant,
+    contents: &Contents,
+    extra_lib_dirs: &BTreeSet<PathBuf>,
+) -> String {
     let mut env = String::new();
-    if variant == Variant::Datascience {
-        // Headless: no display, and the read-only root leaves only /tmp for
-        // matplotlib's font cache.
-        env.push_str(" \\\n    MPLBACKEND=Agg \\\n    MPLCONFIGDIR=/tmp/matplotlib");
-    }
+    let flavour = match contents {
+        Contents::GuestOnly { .. } => "static",
+        Contents::Packages { .. } => {
+            // Headless: no display, and the read-only root leaves only /tmp
+            // for matplotlib's font cache.
+            env.push_str(" \\\n    MPLBACKEND=Agg \\\n    MPLCONFIGDIR=/tmp/matplotlib");
+            "dynamic"
+        }
+    };
     if !extra_lib_dirs.is_empty() {
         let dirs: Vec<String> = extra_lib_dirs
             .iter()
@@ -135,6 +134,8 @@ pub(crate) fn render_containerfile(variant: Variant, extra_lib_dirs: &BTreeSet<P
     CONTAINERFILE
         .replace("@EXTRA_ENV@", &env)
         .replace("@VARIANT@", variant.name())
+        .replace("@FLAVOUR@", flavour)
+        .replace("@SITE_PACKAGES@", SITE_PACKAGES)
         .replace("@GUEST_VERSION@", env!("CARGO_PKG_VERSION"))
         .replace(
             "@PROTOCOL_MAJOR@",
@@ -146,56 +147,31 @@ pub(crate) fn render_containerfile(variant: Variant, extra_lib_dirs: &BTreeSet<P
         )
 }
 
-fn check_guest(guest: &Path) -> Result<(), ImageError> {
+fn check_guest(guest: &Path, wanted: Flavour) -> Result<(), ImageError> {
     let found = match fs::metadata(guest) {
         Err(err) => err.to_string(),
         Ok(meta) if !meta.is_file() => "something that is not a regular file".into(),
         Ok(_) if !is_elf(guest) => "a file that is not ELF".into(),
-        Ok(_) => return Ok(()),
+        Ok(_) => {
+            return match flavour_of(guest) {
+                Some(flavour) if flavour == wanted => Ok(()),
+                Some(flavour) => Err(ImageError::WrongGuest {
+                    path: guest.to_path_buf(),
+                    found: flavour.describe(),
+                    why: match wanted {
+                        Flavour::Static => "the default image holds nothing but the guest, which must be statically linked",
+                        Flavour::Dynamic => "an image with packages needs the dynamically linked guest to load their C extension modules",
+                    },
+                }),
+                None => Err(ImageError::BadGuest {
+                    path: guest.to_path_buf(),
+                    found: "an ELF file that is not a 64-bit little-endian executable".into(),
+                }),
+            };
+        }
     };
     Err(ImageError::BadGuest {
         path: guest.to_path_buf(),
         found,
     })
-}
-
-fn skip_stdlib(path: &Path, _: &fs::FileType) -> bool {
-    let Ok(relative) = path.strip_prefix(STDLIB) else {
-        return false;
-    };
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    STDLIB_SKIP.iter().any(|skip| relative == Path::new(skip))
-        // Tk needs X11 libraries the image does not have.
-        || (relative.starts_with("lib-dynload") && name.starts_with("_tkinter"))
-        || is_optimized_bytecode(path)
-}
-
-/// `-O`/`-OO` bytecode: the guest never runs optimized, so it is dead weight.
-pub(crate) fn is_optimized_bytecode(path: &Path) -> bool {
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    name.ends_with(".pyc") && name.contains(".opt-")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn stdlib_skips_tests_gui_and_optimized_bytecode_only() {
-        let file = fs::metadata("/etc/passwd").unwrap().file_type();
-        let skipped = |rel: &str| skip_stdlib(&Path::new(STDLIB).join(rel), &file);
-        assert!(skipped("test"));
-        assert!(skipped("unittest/test"));
-        assert!(skipped("config-3.11-x86_64-linux-gnu"));
-        assert!(skipped(
-            "lib-dynload/_tkinter.cpython-311-x86_64-linux-gnu.so"
-        ));
-        assert!(skipped("json/__pycache__/decoder.cpython-311.opt-1.pyc"));
-        assert!(!skipped("unittest"));
-        assert!(!skipped("json/__pycache__/decoder.cpython-311.pyc"));
-        assert!(!skipped(
-            "lib-dynload/_json.cpython-311-x86_64-linux-gnu.so"
-        ));
-        assert!(!skipped("test_helpers.py"));
-    }
 }

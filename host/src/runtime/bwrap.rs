@@ -1,6 +1,8 @@
-//! bubblewrap: no image and no daemon. The guest binary and the host's
-//! system directories are bound read-only into an otherwise empty root,
-//! every namespace is unshared, and limits come from a per-sandbox cgroup
+//! bubblewrap: no image and no daemon. The guest, one statically linked
+//! file with the Python standard library inside, is the only thing of the
+//! host in an otherwise empty root (besides the user's mounts and the
+//! saved-tools store): no /usr, /lib or /etc, so no host file a cell could
+//! read and no host program it could run. Every namespace is unshared, and limits come from a per-sandbox cgroup
 //! when one can be created, else from rlimits: the process cap is set by
 //! the guest inside the sandbox's own user namespace, where the kernel
 //! counts that sandbox's tasks alone ([`super::allowance`]). When
@@ -19,13 +21,6 @@ use super::{LaunchSpec, Mount, RuntimeError, SandboxProcess, SANDBOX_WORKDIR};
 
 /// Where the guest binary appears inside the sandbox.
 const GUEST_IN_SANDBOX: &str = "/opt/codemode/codemode-guest";
-/// System directories bound read-only: the dynamic loader, libc and the
-/// Python stdlib live here; nothing user-specific does.
-const SYSTEM_DIRS: &[&str] = &[
-    "/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin",
-];
-/// Files under /etc the loader and Python read.
-const ETC_FILES: &[&str] = &["/etc/ld.so.cache", "/etc/localtime", "/etc/nsswitch.conf"];
 
 #[derive(Debug, Clone)]
 pub struct BwrapBackend {
@@ -63,26 +58,6 @@ impl BwrapBackend {
         .map(String::from)
         .to_vec();
         a.extend(["--uid".into(), uid.into(), "--gid".into(), gid.into()]);
-        for dir in SYSTEM_DIRS {
-            let p = Path::new(dir);
-            match std::fs::read_link(p) {
-                // Merged-/usr hosts: /lib -> usr/lib; recreate the link.
-                Ok(target) => a.extend([
-                    "--symlink".into(),
-                    target.display().to_string(),
-                    dir.to_string(),
-                ]),
-                Err(_) if p.is_dir() => {
-                    a.extend(["--ro-bind".into(), dir.to_string(), dir.to_string()])
-                }
-                Err(_) => {}
-            }
-        }
-        for file in ETC_FILES {
-            if Path::new(file).exists() {
-                a.extend(["--ro-bind".into(), file.to_string(), file.to_string()]);
-            }
-        }
         match guest_fd {
             Some(fd) => a.extend([
                 "--perms".into(),
@@ -128,7 +103,6 @@ impl BwrapBackend {
         }
         a.extend(["--remount-ro".into(), "/".into()]);
         a.extend(["--setenv".into(), "HOME".into(), "/tmp".into()]);
-        a.extend(["--setenv".into(), "PATH".into(), "/usr/bin:/bin".into()]);
         a.extend(["--chdir".into(), SANDBOX_WORKDIR.into()]);
         if let Some(fd) = seccomp_fd {
             a.extend(["--seccomp".into(), fd.to_string()]);

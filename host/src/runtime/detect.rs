@@ -29,13 +29,13 @@ fn is_executable(path: &Path) -> bool {
         .unwrap_or(false)
 }
 
-/// The guest binary for bubblewrap: `--guest`, else next to this executable.
+/// The static guest, for bubblewrap and the default image: `--guest`, else
+/// the one next to this executable ([`super::guest`]).
 pub fn guest_path(settings: &Settings) -> Option<PathBuf> {
-    if let Some(p) = &settings.guest {
-        return Some(p.clone());
+    match &settings.guest {
+        Some(p) => Some(p.clone()),
+        None => super::guest::beside_codemode(super::guest::Flavour::Static),
     }
-    let exe = std::env::current_exe().ok()?;
-    Some(exe.parent()?.join("codemode-guest"))
 }
 
 pub async fn select_backend(settings: &Settings) -> Result<BackendChoice, RuntimeError> {
@@ -46,10 +46,21 @@ pub async fn select_backend(settings: &Settings) -> Result<BackendChoice, Runtim
         }
     };
     let bwrap = |binary: PathBuf, reason: String| -> Result<BackendChoice, RuntimeError> {
-        let guest = guest_path(settings)
-            .ok_or(RuntimeError::GuestMissing(PathBuf::from("codemode-guest")))?;
+        if !settings.variant.is_default() && settings.image.is_none() {
+            return Err(RuntimeError::VariantNeedsEngine(
+                settings.variant.to_string(),
+            ));
+        }
+        let guest = guest_path(settings).ok_or(RuntimeError::GuestMissing(PathBuf::from(
+            "codemode-guest-static",
+        )))?;
         if !is_executable(&guest) {
             return Err(RuntimeError::GuestMissing(guest));
+        }
+        // Nothing of the host is bound into the sandbox: a guest that needs
+        // the host's loader and libraries could not start there.
+        if super::guest::flavour_of(&guest) != Some(super::guest::Flavour::Static) {
+            return Err(RuntimeError::GuestNotStatic(guest));
         }
         Ok(BackendChoice {
             backend: Backend::Bubblewrap(BwrapBackend::new(binary, guest)),

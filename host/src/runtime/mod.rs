@@ -8,6 +8,7 @@ mod cgroup;
 pub mod client;
 mod detect;
 pub mod enforcement;
+pub mod guest;
 pub mod identity;
 mod mounts;
 mod oci;
@@ -87,8 +88,12 @@ pub enum RuntimeError {
         runtime: &'static str,
         binary: &'static str,
     },
-    #[error("guest binary {0} not found: build it (`cargo build --release -p codemode-guest`) or pass --guest PATH")]
+    #[error("static guest binary {0} not found: build it (scripts/lib.sh `build_release`, or see the README's \"Building the guest\") or pass --guest PATH")]
     GuestMissing(PathBuf),
+    #[error("guest binary {0} is dynamically linked, but bubblewrap sandboxes bind nothing of the host (no loader, no libraries): use the static guest (built with crt-static, see the README's \"Building the guest\")")]
+    GuestNotStatic(PathBuf),
+    #[error("variant {0:?} is an image with packages, which runs in podman or docker; bubblewrap runs only the static guest (use --runtime podman, or drop --variant)")]
+    VariantNeedsEngine(String),
     #[error(transparent)]
     Identity(#[from] identity::IdentityError),
     #[error("{path} cannot be reached by host uid {uid}, the unprivileged user bubblewrap runs sandboxes as when codemode runs as root: make it (and its parent directories) accessible to that uid, or mount another path")]
