@@ -20,6 +20,11 @@ use crate::embedded::BOOT;
 use crate::error::StartupError;
 use crate::pymod::_codemode;
 
+/// `sys.prefix`: where nothing is. The stdlib is frozen in and packages
+/// are on an explicit path, so no directory of the machine the guest runs
+/// on (natively, in tests) can add itself to `sys.path` through `site`.
+const PREFIX: &CStr = c"/usr/lib/codemode";
+
 /// Where an image built with packages (`codemode image build --variant` or
 /// `--requirements`) installs them; on `sys.path` when it exists.
 pub const SITE_PACKAGES: &str = "/usr/lib/codemode/site-packages";
@@ -205,6 +210,18 @@ unsafe fn set_strings(
                 config_ptr,
                 &mut (*config_ptr).program_name,
                 program.as_ptr(),
+            ))?;
+        }
+        for field in [
+            &raw mut (*config_ptr).prefix,
+            &raw mut (*config_ptr).base_prefix,
+            &raw mut (*config_ptr).exec_prefix,
+            &raw mut (*config_ptr).base_exec_prefix,
+        ] {
+            check(ffi::PyConfig_SetBytesString(
+                config_ptr,
+                field,
+                PREFIX.as_ptr(),
             ))?;
         }
         (*config_ptr).module_search_paths_set = 1;

@@ -48,13 +48,27 @@ done
 
 log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 
-# What the guest's build reads: a link in the checkout to the cached build.
+# The frozen stdlib is made from the build by freeze_stdlib.py, keyed on
+# that script alone: changing which modules are frozen re-freezes (seconds)
+# without rebuilding CPython (minutes).
+freeze_key="$(sha256sum "$HERE/freeze_stdlib.py" | cut -c1-12)"
+
+# What the guest's build reads (.cargo/config.toml): .codemode/cpython in
+# the checkout, links to the cached build's description and frozen stdlib.
 link_checkout() {
-  mkdir -p "$ROOT/.codemode"
-  ln -sfn "$1" "$ROOT/.codemode/cpython"
+  local prefix="$1" frozen="$1/frozen-$freeze_key" series
+  if [ ! -f "$frozen/stdlib.idx" ]; then
+    series="$(sed -n 's/^version=//p' "$prefix/pyo3-config.txt")"
+    "$prefix/bin/python$series" "$HERE/freeze_stdlib.py" "$prefix/lib/python$series" \
+      "$(dirname "$(ls "$prefix"/lib/python"$series"/_sysconfigdata_*.py | head -1)")" "$frozen.tmp"
+    mv "$frozen.tmp" "$frozen"
+  fi
+  mkdir -p "$ROOT/.codemode/cpython"
+  ln -sfn "$prefix/pyo3-config.txt" "$ROOT/.codemode/cpython/pyo3-config.txt"
+  ln -sfn "$frozen" "$ROOT/.codemode/cpython/frozen"
 }
 
-recipe="$(cat "$HERE/build.sh" "$HERE/freeze_stdlib.py" | sha256sum | cut -c1-12)"
+recipe="$(sha256sum "$HERE/build.sh" | cut -c1-12)"
 if [ -n "$source_tarball" ]; then
   source_sha="$(sha256sum "$source_tarball" | cut -d' ' -f1)"
 else
@@ -112,8 +126,6 @@ lib="$prefix/lib"
 # The archives the static modules link besides libpython.
 cp Modules/_decimal/libmpdec/libmpdec.a Modules/_hacl/libHacl_Hash_SHA2.a Modules/expat/libexpat.a "$lib/"
 cp "libpython$series.a" "$lib/"
-"$prefix/bin/python$series" "$HERE/freeze_stdlib.py" "$prefix/lib/python$series" \
-  "$(dirname "$(ls build/lib.*/_sysconfigdata_*.py | head -1)")" "$prefix/frozen"
 
 {
   echo "implementation=CPython"

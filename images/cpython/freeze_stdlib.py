@@ -31,7 +31,6 @@ EXCLUDED = {
     "__phello__",
     "__hello__",
     "antigravity",
-    "_pyrepl",
     "lib2to3",
     "site-packages",
     "__pycache__",
@@ -66,8 +65,9 @@ def modules(lib_dir: str):
 def main() -> None:
     lib_dir, sysconfig_dir, out_dir = sys.argv[1:4]
     found = list(modules(lib_dir))
+    names = {name for name, _, _ in found}
     for name in sorted(os.listdir(sysconfig_dir)):
-        if name.startswith("_sysconfigdata_") and name.endswith(".py"):
+        if name.startswith("_sysconfigdata_") and name.endswith(".py") and name[:-3] not in names:
             found.append((name[:-3], False, os.path.join(sysconfig_dir, name)))
     os.makedirs(out_dir, exist_ok=True)
     offset = 0

@@ -58,9 +58,9 @@ async fn core_pattern_cannot_be_written_and_nothing_runs_as_root(runtime: &str) 
     let c = fx.client(runtime, &[]).await;
     let marker = format!("cmprobe{:x}", std::process::id() & 0xffff);
     let code = format!(
-        r#"
-import ctypes, time
-ctypes.CDLL(None).prctl(15, b"{marker}", 0, 0, 0)
+        r#"{syscall}
+import time
+syscall(157, 15, b"{marker}", 0, 0, 0)
 def attempt(path, value):
     try:
         with open(path, "w") as f:
@@ -73,7 +73,8 @@ print("modprobe", attempt("/proc/sys/kernel/modprobe", "/tmp/evil"))
 print("sysrq", attempt("/proc/sysrq-trigger", "h"))
 print("mounts", [l.split()[4] + " " + l.split()[5] for l in open("/proc/self/mountinfo") if l.split()[4] == "/proc/sys"])
 time.sleep(3)
-"#
+"#,
+        syscall = super::SYSCALL_PY,
     );
     let (r, host_uid) = tokio::join!(c.call(json!({"code": code, "timeout": 30})), async {
         for _ in 0..60 {

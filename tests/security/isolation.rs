@@ -174,18 +174,19 @@ per_runtime!(hostile_frames_end_the_sandbox_not_the_bridge);
 async fn namespaces_and_mounts_are_denied(runtime: &str) {
     let fx = Fixture::new();
     let c = fx.client(runtime, &[]).await;
-    let code = r#"
-import ctypes, os, subprocess, threading
-libc = ctypes.CDLL(None, use_errno=True)
-def errno_of(rc):
-    return ctypes.get_errno() if rc == -1 else 0
-print("unshare", errno_of(libc.syscall(272, 0x10000000)))
-print("mount", errno_of(libc.syscall(165, b"none", b"/tmp", b"tmpfs", 0, None)))
+    let code = format!(
+        "{}{}",
+        super::SYSCALL_PY,
+        r#"
+import os, subprocess, threading
+print("unshare", syscall(272, 0x10000000)[1])
+print("mount", syscall(165, b"none", b"/tmp", b"tmpfs", 0, None)[1])
 t = threading.Thread(target=lambda: None); t.start(); t.join()
 print("thread ok")
-print("subprocess", subprocess.run(["/usr/bin/true" if os.path.exists("/usr/bin/true") else "/usr/local/bin/codemode-guest", "--version"], capture_output=True).returncode)
-"#;
-    let r = c.run(code).await;
+print("subprocess", subprocess.run([os.readlink("/proc/self/exe"), "--version"], capture_output=True).returncode)
+"#
+    );
+    let r = c.run(&code).await;
     assert_eq!(r.status(), "success", "{r:?}");
     let out = r.stdout();
     // The errno differs by backend (EPERM from our filter, EINVAL from

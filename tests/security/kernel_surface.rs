@@ -9,9 +9,11 @@ use crate::per_runtime;
 async fn user_namespace_cannot_be_created_from_a_forked_child(runtime: &str) {
     let fx = Fixture::new();
     let c = fx.client(runtime, &[]).await;
-    let code = r#"
-import ctypes, os
-libc = ctypes.CDLL(None, use_errno=True)
+    let code = format!(
+        "{}{}",
+        super::SYSCALL_PY,
+        r#"
+import os
 probes = {
     "unshare_user": (272, 0x10000000),
     "unshare_mount": (272, 0x00020000),
@@ -24,15 +26,15 @@ pid = os.fork()
 if pid == 0:
     out = []
     for name, args in probes.items():
-        rc = libc.syscall(*args)
-        out.append(f"{name} {0 if rc != -1 else ctypes.get_errno()}")
+        out.append(f"{name} {syscall(*args)[1]}")
     os.write(w, ("\n".join(out) + "\n").encode())
     os._exit(0)
 os.close(w)
 print(os.read(r, 4096).decode(), end="")
 os.waitpid(pid, 0)
-"#;
-    let r = c.run(code).await;
+"#
+    );
+    let r = c.run(&code).await;
     assert_eq!(r.status(), "success", "{r:?}");
     let out = r.stdout();
     for name in [

@@ -38,12 +38,15 @@ fn the_configuration_is_isolated_and_read_only_friendly() {
     guest.init(default_init());
     let out = guest.run(
         "import sys, os\nprint(sys.flags.isolated, sys.dont_write_bytecode, sys.flags.utf8_mode)\n\
-         print('/nonexistent-pythonpath' in sys.path, '/usr/lib/python3.11' in sys.path)\n\
-         print(sys.executable in ('', '/usr/bin/python3.11'), sys.prefix)\n\
+         print(sys.path)\n\
+         print(repr(sys.executable), sys.prefix)\n\
          print(sys.stdin.read() == '', sys.stdout.isatty())",
     );
     out.assert_success();
-    assert_eq!(out.stdout, "1 True 1\nFalse True\nTrue /usr\nTrue False\n");
+    assert_eq!(
+        out.stdout,
+        "1 True 1\n[]\n'' /usr/lib/codemode\nTrue False\n"
+    );
 }
 
 #[test]
@@ -66,6 +69,11 @@ fn version_flag_prints_and_exits() {
     assert!(out.status.success());
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
-        format!("codemode-guest {}\n", env!("CARGO_PKG_VERSION"))
+        // cargo's own build of the crate is the dynamic flavour; the static
+        // one is built with --target and checked by the system suite.
+        format!(
+            "codemode-guest {} (CPython 3.13, dynamic)\n",
+            env!("CARGO_PKG_VERSION")
+        )
     );
 }

@@ -49,7 +49,7 @@ fn ready_comes_first_and_names_versions() {
     let guest = Guest::spawn();
     assert_eq!(guest.ready.guest_version, env!("CARGO_PKG_VERSION"));
     assert!(
-        guest.ready.python_version.starts_with("3.11."),
+        guest.ready.python_version.starts_with("3.13."),
         "{:?}",
         guest.ready
     );

@@ -52,6 +52,14 @@ pub(crate) fn stage(
     run(download, "pip download")?;
     let site = rootfs.dest(Path::new(SITE_PACKAGES));
     progress(&format!("packages: installing them into {SITE_PACKAGES}"));
+    // Exactly the wheels pip download resolved, without a second resolution
+    // against whatever this pip's own interpreter has installed.
+    let mut downloaded: Vec<_> = std::fs::read_dir(&wheels)
+        .map_err(ImageError::io("list", wheels.clone()))?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| path.extension().is_some_and(|ext| ext == "whl"))
+        .collect();
+    downloaded.sort();
     let mut install = pip();
     install
         .args([
@@ -61,13 +69,14 @@ pub(crate) fn stage(
             "--no-index",
             "--no-compile",
         ])
-        .arg("--find-links")
-        .arg(&wheels)
+        .arg("--no-deps")
+        // The download chose wheels for the guest's Python; this pip's own
+        // interpreter may be another version.
+        .arg("--ignore-requires-python")
         .arg("--target")
         .arg(&site)
         .args(&tags)
-        .arg("--requirement")
-        .arg(&file);
+        .args(&downloaded);
     run(install, "pip install")?;
     // Console scripts name an interpreter the image does not have.
     let scripts = site.join("bin");
@@ -83,6 +92,12 @@ pub(crate) fn stage(
 
 /// `python3 -m pip`, or the command in `CODEMODE_PIP`.
 fn pip() -> Command {
+    let mut command = pip_command();
+    command.env("PIP_ROOT_USER_ACTION", "ignore");
+    command
+}
+
+fn pip_command() -> Command {
     match std::env::var_os("CODEMODE_PIP") {
         Some(pip) => Command::new(pip),
         None => {

@@ -275,32 +275,19 @@ mod tests {
     }
 
     #[test]
-    fn trees_follow_symlinked_directories_and_honour_skip() {
-        let host = tempfile::tempdir().unwrap();
-        let h = host.path();
-        fs::create_dir_all(h.join("share/data/sub")).unwrap();
-        fs::write(h.join("share/data/sub/a.txt"), b"a").unwrap();
-        fs::create_dir_all(h.join("pkg/tests")).unwrap();
-        fs::write(h.join("pkg/tests/t.py"), b"t").unwrap();
-        fs::write(h.join("pkg/m.py"), b"m").unwrap();
-        fs::set_permissions(h.join("pkg/m.py"), fs::Permissions::from_mode(0o4755)).unwrap();
-        symlink("../share/data", h.join("pkg/data")).unwrap();
-
+    fn an_adopted_tree_is_counted_and_its_elf_files_recorded() {
         let out = tempfile::tempdir().unwrap();
         let mut rootfs = Rootfs::create(&out.path().join("rootfs")).unwrap();
-        let skip = |p: &Path, _: &fs::FileType| p.file_name().is_some_and(|n| n == "tests");
-        rootfs.stage_tree(&h.join("pkg"), &skip).unwrap();
-
-        assert_eq!(
-            fs::read(rootfs.dest(&h.join("pkg/data/sub/a.txt"))).unwrap(),
-            b"a"
-        );
-        assert!(!rootfs.dest(&h.join("pkg/tests")).exists());
-        let mode = fs::metadata(rootfs.dest(&h.join("pkg/m.py")))
-            .unwrap()
-            .permissions()
-            .mode();
-        assert_eq!(mode & 0o7777, 0o755, "setuid must be dropped");
+        let site = Path::new("/usr/lib/codemode/site-packages");
+        let dir = rootfs.dest(&site.join("pkg"));
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(dir.join("m.py"), b"m").unwrap();
+        fs::write(dir.join("_ext.so"), b"\x7fELF rest").unwrap();
+        rootfs.adopt_tree(site).unwrap();
+        assert_eq!(rootfs.entries(), 2);
+        assert!(rootfs.elves().contains(&dir.join("_ext.so")));
+        assert!(rootfs.holds(&dir.join("_ext.so")));
+        assert!(!rootfs.holds(Path::new("/usr/lib/x86_64-linux-gnu/libc.so.6")));
     }
 
     #[test]

@@ -79,7 +79,7 @@ pub fn stage(
 /// Stages the `ldd` closure of every ELF file in the tree (the dynamic
 /// guest, the packages' extension modules); returns the directories the
 /// loader must be told about.
-fn stage_libraries(
+pub(crate) fn stage_libraries(
     rootfs: &mut Rootfs,
     progress: &dyn Fn(&str),
 ) -> Result<BTreeSet<PathBuf>, ImageError> {
