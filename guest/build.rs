@@ -6,7 +6,7 @@
 //!   static flavour cannot load extension modules at all.
 
 use std::env;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
@@ -38,9 +38,52 @@ fn main() {
         })
         .unwrap_or_else(|| fail(&format!("{} names no version", config.display())));
     println!("cargo:rustc-env=CODEMODE_PYTHON_SERIES={series}");
+    let python = std::fs::read_to_string(&config)
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find_map(|line| line.strip_prefix("executable=").map(PathBuf::from))
+        })
+        .unwrap_or_else(|| fail(&format!("{} names no executable", config.display())));
+    compile_guest_modules(&python);
     let features = env::var("CARGO_CFG_TARGET_FEATURE").unwrap_or_default();
     if !features.split(',').any(|f| f == "crt-static") {
         println!("cargo:rustc-link-arg-bins=-Wl,--export-dynamic");
+    }
+}
+
+/// Compiles `python/**/*.py` with the embedded CPython's own build, so the
+/// guest loads code objects instead of compiling its runtime at every start
+/// (`src/embedded.rs` includes them; the sources stay in for tracebacks).
+fn compile_guest_modules(python: &Path) {
+    let out = PathBuf::from(env::var_os("OUT_DIR").unwrap_or_default()).join("code");
+    let script = r#"
+import marshal, os, sys
+src, out = sys.argv[1], sys.argv[2]
+for root, dirs, files in os.walk(src):
+    dirs.sort()
+    for name in sorted(files):
+        if not name.endswith(".py"):
+            continue
+        path = os.path.relpath(os.path.join(root, name), src)
+        with open(os.path.join(src, path), encoding="utf-8") as f:
+            code = compile(f.read(), "<codemode>/" + path, "exec", dont_inherit=True)
+        dest = os.path.join(out, path + ".bin")
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        with open(dest, "wb") as f:
+            f.write(marshal.dumps(code))
+"#;
+    let status = std::process::Command::new(python)
+        .args(["-I", "-S", "-c", script, "python"])
+        .arg(&out)
+        .status();
+    match status {
+        Ok(status) if status.success() => {}
+        Ok(status) => fail(&format!(
+            "compiling guest/python with {} failed: {status}",
+            python.display()
+        )),
+        Err(err) => fail(&format!("cannot run {}: {err}", python.display())),
     }
 }
 

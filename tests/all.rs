@@ -16,6 +16,7 @@ mod cleanup;
 mod cli;
 mod clients;
 mod e2e;
+mod guest_python;
 mod raw_protocol;
 mod security;
 mod sessions;

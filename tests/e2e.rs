@@ -224,37 +224,6 @@ async fn toon_and_json_output_modes_render_the_same_payload() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn datascience_image_has_numpy_pandas_and_returns_a_figure() {
-    let fx = Fixture::new();
-    let tag = {
-        let out = std::process::Command::new(crate::common::codemode_bin())
-            .args(["image", "tag", "--variant", "datascience"])
-            .output()
-            .expect("codemode image tag");
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
-    };
-    let c = fx
-        .client("podman", &["--image", &tag, "--memory", "1g"])
-        .await;
-    let code = r#"
-import numpy as np, pandas as pd
-import matplotlib
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-df = pd.DataFrame({"x": np.arange(5), "y": np.arange(5) ** 2})
-print(df["y"].sum())
-fig, ax = plt.subplots()
-ax.plot(df["x"], df["y"])
-runtime.show(fig)
-"#;
-    let r = c.call(json!({"code": code, "timeout": 120})).await;
-    assert_eq!(r.status(), "success", "{r:?}");
-    assert_eq!(r.stdout(), "30\n");
-    assert_eq!(r.structured["images"], 1, "{r:?}");
-    c.close().await;
-}
-
 async fn user_mounts_are_read_only_unless_asked(runtime: &str) {
     let fx = Fixture::new();
     let data = fx.dir.path().join("data");

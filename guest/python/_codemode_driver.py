@@ -11,7 +11,6 @@ handles them (an interrupt arrives here as SIGINT, see _codemode_cells).
 import asyncio
 import os
 import signal
-import sys
 import traceback
 from typing import Any, assert_never
 
@@ -102,28 +101,18 @@ def _preimport() -> None:
     import mcp.runtime  # noqa: F401
 
 
-def prepare(wake_fd: int) -> str:
-    """Sets up the interpreter before Ready; returns the Python version."""
+def run(wake_fd: int) -> None:
+    """Loads the runtime and runs the event loop for the rest of the
+    process's life (after Ready: see _codemode_start)."""
     global _driver
-    sys.dont_write_bytecode = True
-    # No Python executable exists in the sandbox; the guest binary itself
-    # must never be started as "python".
-    sys.executable = ""
+    _codemode_stdio.install()
     if _codemode.is_static():
         import _codemode_static
 
         _codemode_static.install()
-    _codemode_stdio.install()
     _preimport()
     import __main__
 
     driver = _driver = Driver(wake_fd, __main__.__dict__)
     signal.signal(signal.SIGINT, driver.cells.on_interrupt)
-    return "{}.{}.{}".format(*sys.version_info[:3])
-
-
-def run() -> None:
-    """Runs the event loop for the rest of the process's life."""
-    if _driver is None:
-        raise RuntimeError("prepare() was not called")
-    _driver.run()
+    driver.run()

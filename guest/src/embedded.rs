@@ -1,7 +1,8 @@
 //! The guest's Python code, compiled into the binary from `guest/python/`.
 //! `_codemode_boot` is executed directly; it installs an import finder that
-//! serves the other modules by name, with their source for tracebacks and
-//! `inspect.getsource`.
+//! serves the other modules by name: their code objects, compiled at build
+//! time by the embedded CPython's own build (`build.rs`), and their source
+//! for tracebacks and `inspect.getsource`.
 
 /// One embedded module.
 pub struct Source {
@@ -10,6 +11,8 @@ pub struct Source {
     pub path: &'static str,
     pub is_package: bool,
     pub text: &'static str,
+    /// The marshalled code object of `text`.
+    pub code: &'static [u8],
 }
 
 macro_rules! embed {
@@ -19,6 +22,7 @@ macro_rules! embed {
             path: $path,
             is_package: $package,
             text: include_str!(concat!("../python/", $path)),
+            code: include_bytes!(concat!(env!("OUT_DIR"), "/code/", $path, ".bin")),
         }
     };
 }
@@ -26,6 +30,7 @@ macro_rules! embed {
 pub const BOOT: Source = embed!("_codemode_boot", "_codemode_boot.py", false);
 
 pub const MODULES: &[Source] = &[
+    embed!("_codemode_start", "_codemode_start.py", false),
     embed!("_codemode_driver", "_codemode_driver.py", false),
     embed!("_codemode_cells", "_codemode_cells.py", false),
     embed!("_codemode_stdio", "_codemode_stdio.py", false),

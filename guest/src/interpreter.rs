@@ -55,13 +55,13 @@ impl PythonConfig {
 
 /// Proof that the interpreter is running; the only way to reach it.
 pub struct Interpreter {
-    driver: Py<PyModule>,
+    wake_fd: i32,
 }
 
 impl Interpreter {
-    /// Starts CPython with `config` and loads the guest runtime, whose
-    /// `prepare(wake_fd)` sets up stdio, the event loop and the SIGINT
-    /// handler. Returns the interpreter and its version ("3.11.2").
+    /// Starts CPython with `config` and runs `_codemode_start.prepare`
+    /// (stdio capture, the static guest's guards): what must precede Ready.
+    /// Returns the interpreter and its version ("3.13.5").
     pub fn start(config: &PythonConfig, wake_fd: i32) -> Result<(Self, String), StartupError> {
         if STARTED.swap(true, Ordering::SeqCst) {
             return Err(StartupError::PythonInit(
@@ -71,17 +71,24 @@ impl Interpreter {
         pyo3::append_to_inittab!(_codemode);
         initialize(config)?;
         Python::attach(|py| {
-            let (driver, version) =
-                load_runtime(py, wake_fd).map_err(|e| StartupError::Bootstrap(describe(py, &e)))?;
-            Ok((Self { driver }, version))
+            let version =
+                load_runtime(py).map_err(|e| StartupError::Bootstrap(describe(py, &e)))?;
+            Ok((Self { wake_fd }, version))
         })
     }
 
-    /// Runs the guest's event loop. It only returns if the loop itself broke.
+    /// Loads the runtime (asyncio and the rest, after Ready, while the host
+    /// prepares Init) and runs the guest's event loop. It only returns if
+    /// the loop itself broke.
     pub fn run(&self) -> String {
-        Python::attach(|py| match self.driver.bind(py).call_method0("run") {
-            Ok(_) => "the event loop returned".to_owned(),
-            Err(err) => describe(py, &err),
+        Python::attach(|py| {
+            match py
+                .import("_codemode_driver")
+                .and_then(|driver| driver.call_method1("run", (self.wake_fd,)))
+            {
+                Ok(_) => "the event loop returned".to_owned(),
+                Err(err) => describe(py, &err),
+            }
         })
     }
 }
@@ -124,15 +131,15 @@ pub fn compile_all(dir: &Path) -> Result<(), StartupError> {
     })
 }
 
-fn load_runtime(py: Python<'_>, wake_fd: i32) -> PyResult<(Py<PyModule>, String)> {
+fn load_runtime(py: Python<'_>) -> PyResult<String> {
     let boot_code = CString::new(BOOT.text)?;
     let boot_file = CString::new(format!("<codemode>/{}", BOOT.path))?;
     let boot_name = CString::new(BOOT.name)?;
     let boot = PyModule::from_code(py, &boot_code, &boot_file, &boot_name)?;
     boot.call_method1("install", (crate::records::module_table(py)?,))?;
-    let driver = py.import("_codemode_driver")?;
-    let version: String = driver.call_method1("prepare", (wake_fd,))?.extract()?;
-    Ok((driver.unbind(), version))
+    py.import("_codemode_start")?
+        .call_method0("prepare")?
+        .extract()
 }
 
 /// A Python exception as text with its traceback, for start-up errors.

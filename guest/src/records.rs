@@ -79,6 +79,8 @@ pub struct EmbeddedModule {
     /// Path under `guest/python/`.
     path: &'static str,
     source: &'static str,
+    /// The compiled module (`marshal` format of this CPython).
+    code: &'static [u8],
     is_package: bool,
 }
 
@@ -130,6 +132,7 @@ pub fn module_table(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
         let record = EmbeddedModule {
             path: module.path,
             source: module.text,
+            code: module.code,
             is_package: module.is_package,
         };
         table.set_item(module.name, Bound::new(py, record)?)?;

@@ -88,12 +88,56 @@ async fn direct_gather(n: usize) -> f64 {
     rate
 }
 
-fn native_python(n: usize) -> Duration {
+/// The CPython build the guest embeds (images/cpython/build.sh), as a
+/// plain interpreter: the native baseline.
+fn native_python_exe() -> std::path::PathBuf {
+    let config = crate_root().join(".codemode/cpython/pyo3-config.txt");
+    let text = std::fs::read_to_string(&config).unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix("executable="))
+        .map(Into::into)
+        .unwrap()
+}
+
+fn crate_root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// From exec of the guest binary (natively, no sandbox) to its Ready frame.
+fn exec_to_ready(guest: &std::path::Path, n: usize) -> Duration {
+    use std::io::{Read, Write};
     let times = (0..n)
         .map(|_| {
             let t = Instant::now();
-            let ok = std::process::Command::new("/usr/bin/python3.11")
-                .args(["-c", "import asyncio"])
+            let mut child = std::process::Command::new(guest)
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            let stdout = child.stdout.as_mut().unwrap();
+            let mut len = [0u8; 4];
+            stdout.read_exact(&mut len).unwrap();
+            let mut frame = vec![0u8; u32::from_be_bytes(len) as usize];
+            stdout.read_exact(&mut frame).unwrap();
+            let elapsed = t.elapsed();
+            child.stdin.take().unwrap().flush().unwrap();
+            child.wait().unwrap();
+            elapsed
+        })
+        .collect();
+    median(times)
+}
+
+fn native_python(n: usize) -> Duration {
+    let python = native_python_exe();
+    let times = (0..n)
+        .map(|_| {
+            let t = Instant::now();
+            let ok = std::process::Command::new(&python)
+                .args(["-I", "-c", "import asyncio"])
                 .status()
                 .unwrap();
             assert!(ok.success());
@@ -225,6 +269,9 @@ async fn main() {
     let direct = direct_echo(200).await;
     let direct_rate = direct_gather(500).await;
     let native = native_python(10);
+    let target = crate::common::target_dir();
+    let ready_static = exec_to_ready(&target.join("codemode-guest-static"), 20);
+    let ready_dynamic = exec_to_ready(&target.join("codemode-guest"), 20);
     let mut rows = Vec::new();
     for runtime in ["bubblewrap", "podman"] {
         eprintln!("measuring {runtime}...");
@@ -237,12 +284,22 @@ async fn main() {
         rows.push((runtime, per_call, rt, cold, pooled, rate, at_once));
     }
     println!("Measured {date} on {}.", machine());
-    println!("Baselines in the same run: direct MCP `tools/call` of server-everything `echo` (rmcp client) {}, and {:.0} calls/s with 500 concurrent calls; native `python3.11 -c 'import asyncio'` process {}.", ms(direct), direct_rate, ms(native));
+    println!("Baselines in the same run: direct MCP `tools/call` of server-everything `echo` (rmcp client) {}, and {:.0} calls/s with 500 concurrent calls; native `python3.13 -I -c 'import asyncio'` process (the same CPython build) {}.", ms(direct), direct_rate, ms(native));
     println!();
     println!("| measure | backend | time | ratio to baseline |");
     println!("|---|---|---|---|");
+    let r = |d: Duration, b: Duration| format!("{:.2}x", d.as_secs_f64() / b.as_secs_f64());
+    println!(
+        "| guest exec to `Ready`, static guest | native | {} | {} native process |",
+        ms(ready_static),
+        r(ready_static, native)
+    );
+    println!(
+        "| guest exec to `Ready`, dynamic guest | native | {} | {} native process |",
+        ms(ready_dynamic),
+        r(ready_dynamic, native)
+    );
     for (runtime, per_call, rt, cold, pooled, rate, at_once) in rows {
-        let r = |d: Duration, b: Duration| format!("{:.2}x", d.as_secs_f64() / b.as_secs_f64());
         let over = per_call.as_secs_f64() - direct.as_secs_f64();
         println!("| tool call from a cell (`await mcp_everything.echo`), per call | {runtime} | {} | {} direct call ({:+.2} ms) |", ms(per_call), r(per_call, direct), over * 1000.0);
         println!("| 500 calls with `asyncio.gather` in one cell | {runtime} | {rate:.0} calls/s | {:.2}x direct concurrent calls |", rate / direct_rate);
