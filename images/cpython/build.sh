@@ -56,10 +56,11 @@ freeze_key="$(sha256sum "$HERE/freeze_stdlib.py" | cut -c1-12)"
 # What the guest's build reads (.cargo/config.toml): .codemode/cpython in
 # the checkout, links to the cached build's description and frozen stdlib.
 link_checkout() {
-  local prefix="$1" frozen="$1/frozen-$freeze_key" series
+  local prefix="$1" frozen="$1/frozen-$freeze_key" series python
   if [ ! -f "$frozen/stdlib.idx" ]; then
     series="$(sed -n 's/^version=//p' "$prefix/pyo3-config.txt")"
-    "$prefix/bin/python$series" "$HERE/freeze_stdlib.py" "$prefix/lib/python$series" \
+    python="$(sed -n 's/^executable=//p' "$prefix/pyo3-config.txt")"
+    "$python" "$HERE/freeze_stdlib.py" "$prefix/lib/python$series" \
       "$(dirname "$(ls "$prefix"/lib/python"$series"/_sysconfigdata_*.py | head -1)")" "$frozen.tmp"
     mv "$frozen.tmp" "$frozen"
   fi
@@ -106,9 +107,17 @@ fi
 log "cpython: building from $(basename "$source_tarball") into $prefix"
 tar -xf "$source_tarball" -C "$work/src" --strip-components=1
 cd "$work/src"
+# Cross-compiling (Cross.toml): CPython's configure needs the target triple
+# and a native interpreter of the same version to run its build steps.
+cross=()
+if [ -n "${CODEMODE_CPYTHON_HOST:-}" ]; then
+  cross=(--host="$CODEMODE_CPYTHON_HOST" --build="$(uname -m)-linux-gnu"
+         --with-build-python="${CODEMODE_BUILD_PYTHON:?set CODEMODE_BUILD_PYTHON to a native build}"
+         ac_cv_file__dev_ptmx=yes ac_cv_file__dev_ptc=no)
+fi
 # Modules a sandbox has no use for (no terminal, no display, no dbm
 # libraries) are left out rather than linked statically.
-MODULE_BUILDTYPE=static ./configure --prefix="$prefix" --disable-shared --without-ensurepip \
+MODULE_BUILDTYPE=static ./configure "${cross[@]}" --prefix="$prefix" --disable-shared --without-ensurepip \
   --without-system-libmpdec --without-system-expat --disable-test-modules \
   py_cv_module__tkinter=n/a py_cv_module__curses=n/a py_cv_module__curses_panel=n/a \
   py_cv_module_readline=n/a py_cv_module__dbm=n/a py_cv_module__gdbm=n/a \
@@ -121,7 +130,10 @@ if grep -E "failed on import|[1-9][0-9]* missing" "$work/make.log" | grep -v " 0
 fi
 make install >"$work/install.log" 2>&1 || { tail -40 "$work/install.log" >&2; exit 1; }
 
-series="$(./python -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+# The interpreter that runs build steps: this build's, or the native one
+# when cross-compiling.
+runner="${CODEMODE_BUILD_PYTHON:-./python}"
+series="$("$runner" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
 lib="$prefix/lib"
 # The archives the static modules link besides libpython.
 cp Modules/_decimal/libmpdec/libmpdec.a Modules/_hacl/libHacl_Hash_SHA2.a Modules/expat/libexpat.a "$lib/"
@@ -134,7 +146,7 @@ cp "libpython$series.a" "$lib/"
   echo "abi3=false"
   echo "lib_name=python$series"
   echo "lib_dir=$lib"
-  echo "executable=$prefix/bin/python$series"
+  echo "executable=${CODEMODE_BUILD_PYTHON:-$prefix/bin/python$series}"
   echo "pointer_width=64"
   echo "build_flags="
   echo "suppress_build_script_link_lines=false"
