@@ -28,6 +28,7 @@ pub const BOOT: Source = embed!("_codemode_boot", "_codemode_boot.py", false);
 pub const MODULES: &[Source] = &[
     embed!("_codemode_driver", "_codemode_driver.py", false),
     embed!("_codemode_cells", "_codemode_cells.py", false),
+    embed!("_codemode_display", "_codemode_display.py", false),
     embed!("_codemode_stdio", "_codemode_stdio.py", false),
     embed!("_codemode_tb", "_codemode_tb.py", false),
     embed!("mcp", "mcp/__init__.py", true),

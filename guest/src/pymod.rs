@@ -13,7 +13,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyString};
 
 use codemode_proto::v1::{
-    guest_message::Kind, rpc_request::Call, CallTool, Detail, ListSavedTools, ListServers,
+    guest_message::Kind, rpc_request::Call, CallTool, Detail, Display, ListSavedTools, ListServers,
     ListTools, LoadSavedTool, QueryToolDocs, RpcRequest, SaveTool, SearchToolDocs, Status,
 };
 
@@ -150,14 +150,16 @@ pub mod _codemode {
         Ok(cell::interrupt_reason(session()?, id).map(|i| i.as_str()))
     }
 
-    /// Flushes cell `id`'s output and sends its Finished.
+    /// Flushes cell `id`'s output and sends its Finished; `display` is the
+    /// cell's shown value: (text, JSON text or "").
     #[pyfunction]
-    #[pyo3(signature = (id, status, error=None))]
+    #[pyo3(signature = (id, status, error=None, display=None))]
     fn finish(
         py: Python<'_>,
         id: u64,
         status: &str,
         error: Option<(String, String, String)>,
+        display: Option<(String, String)>,
     ) -> PyResult<()> {
         let session = session()?;
         let status = match status {
@@ -176,7 +178,8 @@ pub mod _codemode {
             message,
             traceback,
         });
-        py.detach(|| cell::finish(session, id, status, failure))
+        let display = display.map(|(text, result_json)| Display { text, result_json });
+        py.detach(|| cell::finish(session, id, status, failure, display))
             .map_err(|e| PyRuntimeError::new_err(e.to_string()))
     }
 

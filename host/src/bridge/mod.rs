@@ -102,6 +102,15 @@ pub struct RunRequest {
     pub session: String,
 }
 
+/// A cell's last value, as a notebook shows it (`Out`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Shown {
+    /// Its repr, a DataFrame's table, or a note saying why there is none.
+    pub text: String,
+    /// The value itself, when it is plain data (JSON-serialisable).
+    pub result: Option<serde_json::Value>,
+}
+
 #[derive(Debug, Clone)]
 pub struct RunOutcome {
     pub status: RunStatus,
@@ -115,6 +124,8 @@ pub struct RunOutcome {
     /// Things the model should know: state lost, sandbox replaced...
     pub notes: Vec<String>,
     pub timeout_secs: u64,
+    /// The value of the cell's last expression (successful cells only).
+    pub shown: Option<Shown>,
 }
 
 impl RunOutcome {
@@ -129,6 +140,7 @@ impl RunOutcome {
             rich: Vec::new(),
             notes: Vec::new(),
             timeout_secs: 0,
+            shown: None,
         }
     }
 }

@@ -11,6 +11,8 @@
 //!   ends it);
 //! - `raise TEXT`: ends the cell with an exception;
 //! - `rich N`: ends the cell with N empty rich outputs (a forged Finished);
+//! - `show TEXT|JSON`: ends the cell with TEXT as its shown value, and
+//!   JSON as that value's JSON (may be empty, or not JSON at all);
 //! - `forge`: sends what was printed so far, then a Finished for another
 //!   execution (a protocol violation).
 
@@ -22,8 +24,8 @@ use std::time::Duration;
 use clap::Parser;
 use codemode_proto::codec::FrameCodec;
 use codemode_proto::v1::{
-    guest_message, host_message, rpc_request, rpc_response, CallTool, Finished, GuestMessage,
-    HostMessage, Output, PyError, Ready, RichOutput, RpcRequest, Status, Stream,
+    guest_message, host_message, rpc_request, rpc_response, CallTool, Display, Finished,
+    GuestMessage, HostMessage, Output, PyError, Ready, RichOutput, RpcRequest, Status, Stream,
 };
 use codemode_proto::{PROTOCOL_MAJOR, PROTOCOL_MINOR};
 use futures::{SinkExt, StreamExt};
@@ -155,6 +157,13 @@ async fn scripted_guest(mut from_host: FromHost, mut to_host: ToHost) {
                 "rich" => {
                     let n: usize = rest.parse().unwrap_or(0);
                     end.rich = vec![RichOutput::default(); n];
+                }
+                "show" => {
+                    let (text, json) = rest.split_once('|').unwrap_or((rest, ""));
+                    end.display = Some(Display {
+                        text: text.into(),
+                        result_json: json.into(),
+                    });
                 }
                 _ => out.push_str(&format!("unknown action {action}\n")),
             }
@@ -339,5 +348,42 @@ async fn a_guest_that_breaks_the_protocol_is_replaced_and_its_output_kept() {
     let out = run(&bridge, "s", "get x", 5).await;
     assert_eq!(out.stdout, "unset\n", "a fresh sandbox: {out:?}");
     assert_eq!(started.load(Ordering::SeqCst), 2);
+    bridge.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_shown_value_reaches_the_outcome_only_when_valid_and_successful() {
+    let state = tempfile::tempdir().unwrap();
+    let (bridge, _) = bridge(&state, &["--warm-pool", "0"]);
+    let out = run(&bridge, "s", r#"show {'a': 1}|{"a":1}"#, 5).await;
+    assert_eq!(
+        out.shown,
+        Some(Shown {
+            text: "{'a': 1}".into(),
+            result: Some(serde_json::json!({"a": 1})),
+        })
+    );
+    let out = run(&bridge, "s", "show <object>|{not json", 5).await;
+    assert_eq!(
+        out.shown,
+        Some(Shown {
+            text: "<object>".into(),
+            result: None,
+        }),
+        "a forged result that is not JSON is dropped"
+    );
+    let out = run(&bridge, "s", "show |", 5).await;
+    assert_eq!(out.shown, None, "an empty display shows nothing");
+    let out = run(&bridge, "s", "show 1|1\nraise boom", 5).await;
+    assert_eq!(out.status, RunStatus::Error);
+    assert_eq!(out.shown, None, "a failed cell shows no value");
+    let long = "x".repeat(100 * 1024);
+    let out = run(&bridge, "s", &format!("show {long}|"), 5).await;
+    let text = out.shown.map(|s| s.text).unwrap_or_default();
+    assert!(
+        text.len() < 70 * 1024 && text.ends_with("[... cut by codemode ...]"),
+        "{}",
+        text.len()
+    );
     bridge.shutdown().await;
 }
