@@ -15,6 +15,7 @@ mod common;
 mod cleanup;
 mod cli;
 mod clients;
+mod discovery;
 mod display;
 mod e2e;
 mod raw_protocol;

@@ -41,7 +41,7 @@ fn send_rpc(py: Python<'_>, call: Call) -> PyResult<u64> {
 
 /// Sends one RPC request and blocks until its answer, for callers that
 /// cannot await (`from mcp.saved import x` runs inside a synchronous
-/// import). The event loop stays blocked meanwhile; other answers wait in
+/// import; the `_sync` helpers). The event loop stays blocked meanwhile; other answers wait in
 /// the inbox. An interrupt abandons the request.
 fn request_blocking(py: Python<'_>, call: Call) -> PyResult<RpcAnswer> {
     let session = session()?;
@@ -99,6 +99,14 @@ fn detail(full: bool) -> i32 {
     } else {
         Detail::Summary as i32
     }
+}
+
+fn search(query: String, limit: u32, full: bool) -> Call {
+    Call::SearchToolDocs(SearchToolDocs {
+        query,
+        limit,
+        detail: detail(full),
+    })
 }
 
 #[pymodule]
@@ -272,14 +280,19 @@ pub mod _codemode {
 
     #[pyfunction]
     fn search_tool_docs(py: Python<'_>, query: String, limit: u32, full: bool) -> PyResult<u64> {
-        send_rpc(
-            py,
-            Call::SearchToolDocs(SearchToolDocs {
-                query,
-                limit,
-                detail: detail(full),
-            }),
-        )
+        send_rpc(py, search(query, limit, full))
+    }
+
+    /// `search_tool_docs`, blocking for the answer: the `_sync` form (the
+    /// host ranks the tool index, which only it has).
+    #[pyfunction]
+    fn search_tool_docs_blocking(
+        py: Python<'_>,
+        query: String,
+        limit: u32,
+        full: bool,
+    ) -> PyResult<RpcAnswer> {
+        request_blocking(py, search(query, limit, full))
     }
 
     /// Saves a tool on the host; blocks for the answer (see `request_blocking`).

@@ -25,6 +25,7 @@ pub use session::Session;
 pub use warm::WarmPool;
 
 use crate::config::Discovery;
+use crate::index::ToolIndex;
 use crate::proxy::ServerPool;
 use crate::runtime::{self, parse_mount, LaunchSpec, Limits, MountGuard};
 use crate::sandbox::OutputListener;
@@ -278,6 +279,7 @@ impl Bridge {
         let pool = Arc::new(ServerPool::new(
             allowed,
             Duration::from_secs(settings.call_timeout.max(1)),
+            Arc::new(ToolIndex::open(&settings.state_dir())),
         ));
         let audit = match &settings.audit_log {
             Some(path) => Some(Arc::new(AuditLog::open(path).map_err(|source| {
@@ -306,10 +308,12 @@ impl Bridge {
     }
 
     /// A bridge whose sandboxes are in-process guests from `connect`, with
-    /// no configured servers and no runtime: the host core's unit tests.
+    /// the servers of `discovery` (never started unless a cell loads one)
+    /// and no runtime: the host core's unit tests.
     #[cfg(test)]
     pub(crate) fn in_process(
         settings: Settings,
+        discovery: Discovery,
         connect: Arc<dyn Fn() -> warm::GuestChannel + Send + Sync>,
     ) -> Result<Arc<Self>, BridgeError> {
         let (_, saved) = prepare_state(&settings)?;
@@ -321,7 +325,7 @@ impl Bridge {
         };
         Self::assemble(
             settings,
-            Discovery::default(),
+            discovery,
             Launcher::InProcess(connect),
             spec,
             saved,

@@ -7,6 +7,7 @@
 //!   `unset` for a name never set in this sandbox);
 //! - `call SERVER TOOL`: a tool call to the host; prints the answer, or
 //!   `error: MESSAGE`;
+//! - `search QUERY`: `search_tool_docs(QUERY, limit=5)`; prints the answer;
 //! - `hang`: never finishes, and ignores Cancel (only the host's deadline
 //!   ends it);
 //! - `raise TEXT`: ends the cell with an exception;
@@ -25,7 +26,8 @@ use clap::Parser;
 use codemode_proto::codec::FrameCodec;
 use codemode_proto::v1::{
     guest_message, host_message, rpc_request, rpc_response, CallTool, Display, Finished,
-    GuestMessage, HostMessage, Output, PyError, Ready, RichOutput, RpcRequest, Status, Stream,
+    GuestMessage, HostMessage, Output, PyError, Ready, RichOutput, RpcRequest, SearchToolDocs,
+    Status, Stream,
 };
 use codemode_proto::{PROTOCOL_MAJOR, PROTOCOL_MINOR};
 use futures::{SinkExt, StreamExt};
@@ -50,6 +52,15 @@ struct Args {
 /// A bridge of in-process scripted guests, with `flags` on top of a
 /// private state dir; also how many guests it has started.
 fn bridge(state: &tempfile::TempDir, flags: &[&str]) -> (Arc<Bridge>, Arc<AtomicUsize>) {
+    bridge_with(state, flags, Discovery::default())
+}
+
+/// [`bridge`] with the configured servers of `discovery`.
+fn bridge_with(
+    state: &tempfile::TempDir,
+    flags: &[&str],
+    discovery: Discovery,
+) -> (Arc<Bridge>, Arc<AtomicUsize>) {
     let mut argv = vec!["codemode", "--state-dir"];
     argv.push(state.path().to_str().expect("utf-8 temp dir"));
     argv.extend(flags);
@@ -66,7 +77,7 @@ fn bridge(state: &tempfile::TempDir, flags: &[&str]) -> (Arc<Bridge>, Arc<Atomic
         ));
         tokio::io::split(host_end)
     });
-    let bridge = Bridge::in_process(settings, connect).expect("bridge");
+    let bridge = Bridge::in_process(settings, discovery, connect).expect("bridge");
     (bridge, started)
 }
 
@@ -109,18 +120,27 @@ async fn scripted_guest(mut from_host: FromHost, mut to_host: ToHost) {
                     "{}\n",
                     vars.get(rest).map(String::as_str).unwrap_or("unset")
                 )),
-                "call" => {
-                    let (server, tool) = rest.split_once(' ').unwrap_or((rest, ""));
+                "call" | "search" => {
+                    let call = if action == "call" {
+                        let (server, tool) = rest.split_once(' ').unwrap_or((rest, ""));
+                        rpc_request::Call::CallTool(CallTool {
+                            server: server.into(),
+                            tool: tool.into(),
+                            arguments_json: "{}".into(),
+                        })
+                    } else {
+                        rpc_request::Call::SearchToolDocs(SearchToolDocs {
+                            query: rest.into(),
+                            limit: 5,
+                            detail: 0,
+                        })
+                    };
                     let id = next_rpc;
                     next_rpc += 1;
                     let request = frame(guest_message::Kind::RpcRequest(RpcRequest {
                         id,
                         execution_id: exec.id,
-                        call: Some(rpc_request::Call::CallTool(CallTool {
-                            server: server.into(),
-                            tool: tool.into(),
-                            arguments_json: "{}".into(),
-                        })),
+                        call: Some(call),
                     }));
                     if to_host.send(request).await.is_err() {
                         return;
@@ -384,6 +404,72 @@ async fn a_shown_value_reaches_the_outcome_only_when_valid_and_successful() {
         text.len() < 70 * 1024 && text.ends_with("[... cut by codemode ...]"),
         "{}",
         text.len()
+    );
+    bridge.shutdown().await;
+}
+
+/// A server that is configured but never started, as a config names it.
+fn unstarted(name: &str, command: &str) -> crate::config::ServerConfig {
+    crate::config::ServerConfig {
+        name: name.into(),
+        command: command.into(),
+        args: Vec::new(),
+        env: Default::default(),
+        cwd: None,
+        description: format!("{name} server"),
+        source: Default::default(),
+        source_name: String::new(),
+    }
+}
+
+fn indexed_tool(name: &str, description: &str) -> rmcp::model::Tool {
+    let schema =
+        serde_json::json!({"type": "object", "properties": {"timezone": {"type": "string"}}});
+    let serde_json::Value::Object(schema) = schema else {
+        unreachable!()
+    };
+    rmcp::model::Tool::new(name.to_string(), description.to_string(), Arc::new(schema))
+}
+
+#[tokio::test]
+async fn search_ranks_indexed_tools_of_servers_never_started() {
+    let state = tempfile::tempdir().unwrap();
+    let time = unstarted("time", "/nonexistent/time-server");
+    let moved = unstarted("moved", "/nonexistent/moved-server");
+    {
+        // What an earlier codemode recorded when these servers ran.
+        let index = crate::index::ToolIndex::open(state.path());
+        let tools = [
+            indexed_tool("get_current_time", "Current time in a timezone."),
+            indexed_tool("convert_time", "Convert a time between timezones."),
+        ];
+        index.record("time", &crate::index::fingerprint(&time), &tools);
+        let old = unstarted("moved", "/old/command");
+        let stale = [indexed_tool("convert_time_too", "Convert time.")];
+        index.record("moved", &crate::index::fingerprint(&old), &stale);
+    }
+    let discovery = Discovery {
+        servers: [("time".to_string(), time), ("moved".to_string(), moved)].into(),
+        ..Discovery::default()
+    };
+    let flags = ["--warm-pool", "0", "--deny-tools", "time.get_current_time"];
+    let (bridge, _) = bridge_with(&state, &flags, discovery);
+    let out = run(&bridge, "s", "search convert time", 5).await;
+    assert_eq!(out.status, RunStatus::Success, "{out:?}");
+    let hits: serde_json::Value = serde_json::from_str(out.stdout.trim()).expect("json hits");
+    let hits = hits.as_array().expect("a list");
+    assert_eq!(
+        hits.len(),
+        1,
+        "denied and stale tools are left out: {hits:?}"
+    );
+    assert_eq!(hits[0]["tool"], "convert_time");
+    assert_eq!(hits[0]["loaded"], false);
+    assert!(
+        hits[0]["load"]
+            .as_str()
+            .is_some_and(|l| l.contains("servers=[\"time\"]")),
+        "{hits:?}"
     );
     bridge.shutdown().await;
 }

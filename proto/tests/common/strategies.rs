@@ -156,15 +156,8 @@ fn finished() -> impl Strategy<Value = Finished> {
         (any::<u32>(), any::<u32>(), option::of(display)),
     )
         .prop_map(
-            |(
-                id,
-                status,
-                error,
-                duration_us,
-                rich,
-                dropped_output_bytes,
-                (running, ended, display),
-            )| {
+            |(id, status, error, duration_us, rich, dropped_output_bytes, processes)| {
+                let (running_processes, ended_processes, display) = processes;
                 Finished {
                     id,
                     status,
@@ -172,8 +165,8 @@ fn finished() -> impl Strategy<Value = Finished> {
                     duration_us,
                     rich,
                     dropped_output_bytes,
-                    running_processes: running,
-                    ended_processes: ended,
+                    running_processes,
+                    ended_processes,
                     display,
                 }
             },
