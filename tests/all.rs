@@ -15,6 +15,8 @@ mod common;
 mod cleanup;
 mod cli;
 mod clients;
+mod discovery;
+mod display;
 mod e2e;
 mod guest_python;
 mod raw_protocol;

@@ -45,6 +45,10 @@ fn python_sdk_client_runs_code_and_calls_a_server() {
         assert!(stdout.contains(&line), "{line} in:\n{stdout}");
     }
     assert!(stdout.contains("Echo: from the python sdk"), "{stdout}");
+    assert!(
+        stdout.contains("shown: status=success isError=False valid\nshown: result={\"n\": 42, \"tags\": [\"a\"]}"),
+        "{stdout}"
+    );
 }
 
 /// The official TypeScript SDK client: identity, server names up front,

@@ -161,6 +161,18 @@ runtime.show(fig)
     assert_eq!(r.status(), "success", "{r:?}");
     assert_eq!(r.stdout(), "True True\n30 0.5\n");
     assert_eq!(r.structured["images"], 1, "{r:?}");
+    // A notebook's display: a DataFrame as its table, a figure as an image.
+    let r = c.run("df").await;
+    assert_eq!(r.status(), "success", "{r:?}");
+    let table = r.structured["display"].as_str().unwrap_or_default();
+    assert!(
+        table.starts_with("   x   y\n0  0   0\n") && table.ends_with("[5 rows x 2 columns]"),
+        "{r:?}"
+    );
+    assert!(r.structured.get("result").is_none(), "{r:?}");
+    let r = c.run("fig").await;
+    assert_eq!(r.structured["images"], 1, "{r:?}");
+    assert!(r.structured.get("display").is_none(), "{r:?}");
     c.close().await;
 }
 

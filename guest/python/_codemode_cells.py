@@ -6,7 +6,9 @@ globals persist in ``__main__``. Interrupts (Cancel or the guest's timeout)
 arrive as SIGINT: the handler raises KeyboardInterrupt into the cell's own
 code when that code is running, and cancels the cell task when the loop is
 waiting; either way the cell reports CANCELLED or TIMEOUT, using the reason
-the Rust side recorded, and the session survives.
+the Rust side recorded, and the session survives. A cell that ends with an
+expression shows its value (see _codemode_display), in the cell's task and
+as interruptible as the rest of the cell.
 """
 
 import asyncio
@@ -16,10 +18,11 @@ import linecache
 import signal
 import sys
 import traceback
-from types import FrameType
+from types import CodeType, FrameType
 from typing import Any, Literal
 
 import _codemode
+import _codemode_display
 import _codemode_tb
 
 # How a cell ended, as `_codemode.finish` takes it.
@@ -42,6 +45,30 @@ class Cell:
         self.task: asyncio.Task[None] | None = None
         self.in_user = False
         self.finished = False
+
+
+_COMPILE_FLAGS = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+
+
+def _compile(code: str, filename: str) -> tuple[CodeType, CodeType | None]:
+    """The cell's statements, and apart from them the expression whose
+    value it shows, if any (compiled in "eval" mode, so its value is
+    returned, awaited when it awaits)."""
+    tree = compile(code, filename, "exec", flags=ast.PyCF_ONLY_AST | _COMPILE_FLAGS, dont_inherit=True)
+    last = _codemode_display.last_expression(code, tree)
+    if last is not None:
+        tree.body.pop()
+    body = compile(tree, filename, "exec", flags=_COMPILE_FLAGS, dont_inherit=True)
+    if last is None:
+        return body, None
+    value = compile(ast.Expression(last.value), filename, "eval", flags=_COMPILE_FLAGS, dont_inherit=True)
+    return body, value
+
+
+async def _evaluate(code: CodeType, namespace: dict[str, Any]) -> Any:
+    if code.co_flags & inspect.CO_COROUTINE:
+        return await eval(code, namespace)
+    return eval(code, namespace)
 
 
 def _in_loop_machinery(frame: FrameType | None) -> bool:
@@ -79,6 +106,7 @@ class CellRunner:
         filename = f"<cell-{cell.id}>"
         linecache.cache[filename] = (len(cell.code), None, cell.code.splitlines(True), filename)
         error: BaseException | None = None
+        shown: _codemode_display.Shown | None = None
         try:
             cell.in_user = True
             try:
@@ -86,20 +114,19 @@ class CellRunner:
                     # The interrupt came while the cell was being set up,
                     # when the handler leaves the cell's own task alone.
                     raise KeyboardInterrupt
-                code = compile(cell.code, filename, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
-                if code.co_flags & inspect.CO_COROUTINE:
-                    await eval(code, self.namespace)
-                else:
-                    exec(code, self.namespace)
+                body, last = _compile(cell.code, filename)
+                await _evaluate(body, self.namespace)
+                if last is not None:
+                    shown = _codemode_display.show(await _evaluate(last, self.namespace))
             finally:
                 cell.in_user = False
         except BaseException as exc:  # everything a cell raises is its result
             error = exc
-        self._report(cell, error)
+        self._report(cell, error, shown)
 
-    def _report(self, cell: Cell, error: BaseException | None) -> None:
+    def _report(self, cell: Cell, error: BaseException | None, shown: _codemode_display.Shown | None) -> None:
         if error is None:
-            self._finish(cell, "success", None)
+            self._finish(cell, "success", None, shown)
             return
         reason = _codemode.interrupt_reason(cell.id)
         described = _codemode_tb.describe(error)
@@ -111,12 +138,14 @@ class CellRunner:
         sys.last_type, sys.last_value, sys.last_traceback = type(error), error, error.__traceback__
         self._finish(cell, "error", described)
 
-    def _finish(self, cell: Cell, status: Status, error: Failure | None) -> None:
+    def _finish(
+        self, cell: Cell, status: Status, error: Failure | None, shown: _codemode_display.Shown | None = None
+    ) -> None:
         cell.finished = True
         if self.current is cell:
             self.current = None
         try:
-            _codemode.finish(cell.id, status, error)
+            _codemode.finish(cell.id, status, error, shown)
         except Exception as exc:  # the host is gone; the reader thread exits
             _codemode.diag(f"cannot finish cell {cell.id}: {exc}")
 

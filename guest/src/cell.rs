@@ -6,7 +6,7 @@
 use std::time::Instant;
 
 use codemode_proto::frame::FrameError;
-use codemode_proto::v1::{guest_message::Kind, Finished, PyError, Status};
+use codemode_proto::v1::{guest_message::Kind, Display, Finished, PyError, Status};
 
 use crate::channel::lock;
 use crate::output::StreamId;
@@ -27,6 +27,13 @@ pub enum CellError {
         source: FrameError,
     },
 }
+
+/// A cell's shown value beyond this is cut in the middle; the driver cuts
+/// it first, this keeps a frame within bounds whatever the Python side did.
+const MAX_DISPLAY_TEXT: usize = 64 * 1024;
+/// The JSON of a cell's value beyond this is not sent (JSON cut in the
+/// middle is no JSON); the driver's own bound is smaller.
+const MAX_RESULT_JSON: usize = 256 * 1024;
 
 /// The error part of Finished, as the driver reports it.
 pub struct CellFailure {
@@ -67,6 +74,7 @@ pub fn finish(
     id: u64,
     status: Status,
     failure: Option<CellFailure>,
+    display: Option<Display>,
 ) -> Result<(), CellError> {
     session.timer.disarm();
     // First, so what the ended processes wrote is this cell's output.
@@ -102,6 +110,7 @@ pub fn finish(
         dropped_output_bytes: end.dropped_output_bytes,
         running_processes: leftovers.running,
         ended_processes: leftovers.ended,
+        display: display.map(bound_display),
     };
     let frame = encode_finished(session, finished);
     let bytes = frame.map_err(|source| CellError::Send { id, source })?;
@@ -111,9 +120,22 @@ pub fn finish(
         .map_err(|source| CellError::Send { id, source })
 }
 
+fn bound_display(display: Display) -> Display {
+    let result_json = if display.result_json.len() <= MAX_RESULT_JSON {
+        display.result_json
+    } else {
+        String::new()
+    };
+    Display {
+        text: clip_middle_to(display.text, MAX_DISPLAY_TEXT),
+        result_json,
+    }
+}
+
 /// Encodes Finished within the frame limit, shedding what does not fit:
-/// first the rich outputs (with a note on stderr), then the traceback, then
-/// the message. The host must always get a Finished.
+/// first the rich outputs (with a note on stderr), then the shown value,
+/// then the traceback, then the message. The host must always get a
+/// Finished.
 fn encode_finished(session: &Session, mut finished: Finished) -> Result<Vec<u8>, FrameError> {
     loop {
         let err = match session.channel.encode(Kind::Finished(finished.clone())) {
@@ -129,6 +151,9 @@ fn encode_finished(session: &Session, mut finished: Finished) -> Result<Vec<u8>,
                 send_note(session, finished.id, &note);
             }
             finished.rich.clear();
+            continue;
+        }
+        if finished.display.take().is_some() {
             continue;
         }
         match finished.error.as_mut() {
@@ -149,11 +174,17 @@ fn send_note(session: &Session, id: u64, note: &str) {
 }
 
 fn clip_middle(text: String) -> String {
-    if text.len() <= MAX_ERROR_TEXT {
+    clip_middle_to(text, MAX_ERROR_TEXT)
+}
+
+/// `text` within `max` bytes (plus a marker): a quarter of it from the
+/// head, the rest from the tail, where the exception or the last rows are.
+fn clip_middle_to(text: String, max: usize) -> String {
+    if text.len() <= max {
         return text;
     }
-    let head_end = floor_boundary(&text, MAX_ERROR_TEXT / 4);
-    let tail_start = ceil_boundary(&text, text.len() - MAX_ERROR_TEXT * 3 / 4);
+    let head_end = floor_boundary(&text, max / 4);
+    let tail_start = ceil_boundary(&text, text.len() - max * 3 / 4);
     format!(
         "{}\n[... {} bytes cut ...]\n{}",
         &text[..head_end],
@@ -187,5 +218,23 @@ mod tests {
         assert!(clipped.len() <= MAX_ERROR_TEXT + 100);
         assert!(clipped.starts_with("START") && clipped.ends_with("END"));
         assert!(clipped.contains("bytes cut"));
+    }
+
+    #[test]
+    fn a_shown_value_is_bounded_and_oversized_json_is_dropped() {
+        let display = bound_display(Display {
+            text: "x".repeat(MAX_DISPLAY_TEXT * 2),
+            result_json: format!("\"{}\"", "y".repeat(MAX_RESULT_JSON)),
+        });
+        assert!(display.text.len() <= MAX_DISPLAY_TEXT + 100);
+        assert!(display.result_json.is_empty());
+        let small = bound_display(Display {
+            text: "42".into(),
+            result_json: "42".into(),
+        });
+        assert_eq!(
+            (small.text.as_str(), small.result_json.as_str()),
+            ("42", "42")
+        );
     }
 }

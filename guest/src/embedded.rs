@@ -33,6 +33,7 @@ pub const MODULES: &[Source] = &[
     embed!("_codemode_start", "_codemode_start.py", false),
     embed!("_codemode_driver", "_codemode_driver.py", false),
     embed!("_codemode_cells", "_codemode_cells.py", false),
+    embed!("_codemode_display", "_codemode_display.py", false),
     embed!("_codemode_stdio", "_codemode_stdio.py", false),
     embed!("_codemode_static", "_codemode_static.py", false),
     embed!("_codemode_tb", "_codemode_tb.py", false),

@@ -13,7 +13,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyString};
 
 use codemode_proto::v1::{
-    guest_message::Kind, rpc_request::Call, CallTool, Detail, ListSavedTools, ListServers,
+    guest_message::Kind, rpc_request::Call, CallTool, Detail, Display, ListSavedTools, ListServers,
     ListTools, LoadSavedTool, QueryToolDocs, RpcRequest, SaveTool, SearchToolDocs, Status,
 };
 
@@ -41,7 +41,7 @@ fn send_rpc(py: Python<'_>, call: Call) -> PyResult<u64> {
 
 /// Sends one RPC request and blocks until its answer, for callers that
 /// cannot await (`from mcp.saved import x` runs inside a synchronous
-/// import). The event loop stays blocked meanwhile; other answers wait in
+/// import; the `_sync` helpers). The event loop stays blocked meanwhile; other answers wait in
 /// the inbox. An interrupt abandons the request.
 fn request_blocking(py: Python<'_>, call: Call) -> PyResult<RpcAnswer> {
     let session = session()?;
@@ -101,6 +101,14 @@ fn detail(full: bool) -> i32 {
     }
 }
 
+fn search(query: String, limit: u32, full: bool) -> Call {
+    Call::SearchToolDocs(SearchToolDocs {
+        query,
+        limit,
+        detail: detail(full),
+    })
+}
+
 #[pymodule]
 pub mod _codemode {
     use super::*;
@@ -157,14 +165,16 @@ pub mod _codemode {
         Ok(cell::interrupt_reason(session()?, id).map(|i| i.as_str()))
     }
 
-    /// Flushes cell `id`'s output and sends its Finished.
+    /// Flushes cell `id`'s output and sends its Finished; `display` is the
+    /// cell's shown value: (text, JSON text or "").
     #[pyfunction]
-    #[pyo3(signature = (id, status, error=None))]
+    #[pyo3(signature = (id, status, error=None, display=None))]
     fn finish(
         py: Python<'_>,
         id: u64,
         status: &str,
         error: Option<(String, String, String)>,
+        display: Option<(String, String)>,
     ) -> PyResult<()> {
         let session = session()?;
         let status = match status {
@@ -183,7 +193,8 @@ pub mod _codemode {
             message,
             traceback,
         });
-        py.detach(|| cell::finish(session, id, status, failure))
+        let display = display.map(|(text, result_json)| Display { text, result_json });
+        py.detach(|| cell::finish(session, id, status, failure, display))
             .map_err(|e| PyRuntimeError::new_err(e.to_string()))
     }
 
@@ -276,14 +287,19 @@ pub mod _codemode {
 
     #[pyfunction]
     fn search_tool_docs(py: Python<'_>, query: String, limit: u32, full: bool) -> PyResult<u64> {
-        send_rpc(
-            py,
-            Call::SearchToolDocs(SearchToolDocs {
-                query,
-                limit,
-                detail: detail(full),
-            }),
-        )
+        send_rpc(py, search(query, limit, full))
+    }
+
+    /// `search_tool_docs`, blocking for the answer: the `_sync` form (the
+    /// host ranks the tool index, which only it has).
+    #[pyfunction]
+    fn search_tool_docs_blocking(
+        py: Python<'_>,
+        query: String,
+        limit: u32,
+        full: bool,
+    ) -> PyResult<RpcAnswer> {
+        request_blocking(py, search(query, limit, full))
     }
 
     /// Saves a tool on the host; blocks for the answer (see `request_blocking`).

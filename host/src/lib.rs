@@ -5,7 +5,8 @@
 //! Layout: [`cli`] parses commands; [`server`] is the MCP face; [`bridge`]
 //! owns sessions and runs requests; [`sandbox`] speaks frames with one
 //! guest; [`runtime`] starts guests in podman/docker/bubblewrap; [`proxy`]
-//! keeps the proxied MCP servers; [`config`] finds their definitions;
+//! keeps the proxied MCP servers; [`index`] keeps and ranks their tools for
+//! search; [`config`] finds their definitions;
 //! [`image`] builds sandbox images; [`render`] shapes results; [`saved`]
 //! keeps the tools cells save; [`terminal`] makes foreign text safe to print.
 //!
@@ -26,6 +27,7 @@ pub(crate) mod child;
 pub mod cli;
 pub(crate) mod config;
 pub(crate) mod image;
+pub(crate) mod index;
 pub(crate) mod proxy;
 pub(crate) mod render;
 pub(crate) mod runtime;

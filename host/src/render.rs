@@ -34,6 +34,14 @@ pub fn structured(out: &RunOutcome) -> Value {
     if !out.rich.is_empty() {
         m.insert("images".into(), json!(out.rich.len()));
     }
+    if let Some(shown) = &out.shown {
+        if !shown.text.is_empty() {
+            m.insert("display".into(), json!(shown.text));
+        }
+        if let Some(result) = &shown.result {
+            m.insert("result".into(), result.clone());
+        }
+    }
     m.insert("durationMs".into(), json!(out.duration.as_millis() as u64));
     Value::Object(m)
 }
@@ -56,6 +64,9 @@ pub fn compact_text(out: &RunOutcome) -> String {
     if !stderr.is_empty() {
         parts.push(format!("stderr:\n{stderr}"));
     }
+    if let Some(shown) = out.shown.as_ref().filter(|s| !s.text.is_empty()) {
+        parts.push(out_line(&shown.text));
+    }
     if let Some(e) = &out.error {
         parts.push(format!("error: {}", e.trim_end()));
     }
@@ -67,6 +78,17 @@ pub fn compact_text(out: &RunOutcome) -> String {
         };
     }
     parts.join("\n")
+}
+
+/// A shown value as a notebook's `Out`: on the same line when it is one
+/// line, below when it is a table or other multi-line text.
+fn out_line(text: &str) -> String {
+    let text = text.trim_end();
+    if text.contains('\n') {
+        format!("Out:\n{text}")
+    } else {
+        format!("Out: {text}")
+    }
 }
 
 pub fn render(out: &RunOutcome, mode: OutputMode) -> CallToolResult {
@@ -103,6 +125,7 @@ mod tests {
     use codemode_proto::v1::RichOutput;
 
     use super::*;
+    use crate::bridge::Shown;
 
     fn outcome(status: RunStatus) -> RunOutcome {
         RunOutcome {
@@ -115,6 +138,7 @@ mod tests {
             rich: vec![],
             notes: vec![],
             timeout_secs: 0,
+            shown: None,
         }
     }
 
@@ -127,6 +151,8 @@ mod tests {
             Some("array") => value
                 .as_array()
                 .is_some_and(|a| a.iter().all(Value::is_string)),
+            // No type: any JSON value (a cell's result).
+            None => schema.get("type").is_none(),
             _ => false,
         };
         let enum_ok = schema["enum"]
@@ -153,6 +179,10 @@ mod tests {
                 mime_type: "image/png".into(),
                 data: vec![1],
             }];
+            o.shown = Some(Shown {
+                text: "{'a': [1]}".into(),
+                result: Some(json!({"a": [1]})),
+            });
             let v = structured(&o);
             let fields = v.as_object().expect("object");
             for required in schema["required"].as_array().expect("required") {
@@ -273,5 +303,65 @@ mod tests {
           "durationMs": 12
         }
         "#);
+    }
+
+    fn shown(text: &str, result: Option<Value>) -> Option<Shown> {
+        Some(Shown {
+            text: text.into(),
+            result,
+        })
+    }
+
+    #[test]
+    fn a_shown_value_is_out_text_and_its_json_is_the_result() {
+        let mut o = outcome(RunStatus::Success);
+        o.shown = shown("{'answer': 42}", Some(json!({"answer": 42})));
+        let r = render(&o, OutputMode::Compact);
+        insta::assert_snapshot!(text(&r), @"Out: {'answer': 42}");
+        insta::assert_json_snapshot!(r.structured_content, @r#"
+        {
+          "status": "success",
+          "display": "{'answer': 42}",
+          "result": {
+            "answer": 42
+          },
+          "durationMs": 12
+        }
+        "#);
+    }
+
+    #[test]
+    fn a_table_goes_below_out_after_the_printed_output() {
+        let mut o = outcome(RunStatus::Success);
+        o.stdout = "rows: 2\n".into();
+        o.shown = shown("   x\n0  1\n1  2\n", None);
+        let r = render(&o, OutputMode::Compact);
+        insta::assert_snapshot!(text(&r), @r"
+        rows: 2
+        Out:
+           x
+        0  1
+        1  2
+        ");
+        let payload = r.structured_content.expect("structured");
+        assert_eq!(payload["display"], "   x\n0  1\n1  2\n");
+        assert!(payload.get("result").is_none(), "{payload}");
+    }
+
+    #[test]
+    fn a_result_without_text_and_falsy_results_are_kept() {
+        for value in [json!(0), json!(""), json!(false), json!([])] {
+            let mut o = outcome(RunStatus::Success);
+            o.shown = shown("", Some(value.clone()));
+            let payload = structured(&o);
+            assert_eq!(payload["result"], value);
+            assert!(payload.get("display").is_none(), "{payload}");
+            assert_eq!(compact_text(&o), "success (no output)");
+        }
+        let mut o = outcome(RunStatus::Success);
+        o.shown = shown("0", Some(json!(0)));
+        assert_eq!(compact_text(&o), "Out: 0");
+        let json_mode = text(&render(&o, OutputMode::Json));
+        assert!(json_mode.contains("\"result\": 0"), "{json_mode}");
     }
 }

@@ -8,7 +8,8 @@ pub const PROTOCOL_MAJOR: u32 = 1;
 /// 1.1: `SaveTool`, `ListSavedTools`, `LoadSavedTool`; `Init.tools_dir`
 /// deprecated (saved tools no longer live in a sandbox directory).
 /// 1.2: `Finished.ended_processes`.
-pub const PROTOCOL_MINOR: u32 = 2;
+/// 1.3: `Finished.display` (a cell's last value, `Display`).
+pub const PROTOCOL_MINOR: u32 = 3;
 
 /// The peer speaks a protocol this build cannot talk to.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

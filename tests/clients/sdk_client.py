@@ -6,6 +6,7 @@ structuredContent against run_python's outputSchema with `jsonschema`
 (and the SDK validates it too, as it does for any tool with one).
 """
 import asyncio
+import json
 import sys
 
 import jsonschema
@@ -38,12 +39,15 @@ async def main() -> None:
                 ("error", {"code": "1/0"}),
                 ("timeout", {"code": "while True: pass", "timeout": 1}),
                 ("validation_error", {"code": "print(1)", "unknown": 1}),
+                ("shown", {"code": "{'n': 41 + 1, 'tags': ['a']}"}),
             ]
             for expected, arguments in cases:
                 result = await session.call_tool("run_python", arguments)
                 structured = field(result, "structured_content", "structuredContent")
                 jsonschema.validate(structured, schema)
                 print(f"{expected}: status={structured['status']} isError={field(result, 'is_error', 'isError')} valid")
+                if "result" in structured:
+                    print(f"{expected}: result={json.dumps(structured['result'], sort_keys=True)}")
                 for item in result.content:
                     print(getattr(item, "text", item))
 

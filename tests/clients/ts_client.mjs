@@ -60,6 +60,12 @@ for (const [status, args] of cases) {
   console.log(`${status}: valid`);
 }
 
+// A cell's last value: shown, and its JSON as `result` (validated above too).
+const shown = await run({ code: "{'n': x + 1, 'tags': ['a'], 'ok': True}" });
+assert.deepEqual(shown.structuredContent?.result, { n: 42, tags: ["a"], ok: true }, JSON.stringify(shown));
+assert.equal(shown.structuredContent?.display, "{'n': 42, 'tags': ['a'], 'ok': True}");
+console.log("result: valid");
+
 // Progress: output streams as notifications while the cell runs.
 const messages = [];
 const streamed = await run(

@@ -1,5 +1,5 @@
 """Tool documentation from the metadata the guest already has (no RPC):
-the ``_sync`` helpers of mcp.runtime."""
+the ``_sync`` helpers of mcp.runtime, but search, which the host ranks."""
 
 from typing import Any
 
@@ -56,23 +56,3 @@ def clamp_limit(limit: Any) -> int:
         return max(MIN_RESULTS, min(MAX_RESULTS, int(limit)))
     except (TypeError, ValueError):
         return 5
-
-
-def search(query_text: object, limit: Any, detail: object) -> list[dict[str, Any]]:
-    """Tools whose server name/alias, tool name/alias and description
-    contain every word of the query."""
-    tokens = [token for token in str(query_text).lower().split() if token]
-    if not tokens:
-        return []
-    detail = normalize_detail(detail)
-    capped = clamp_limit(limit)
-    matches = []
-    for meta in _state.servers.values():
-        server_words = f"{meta['name']} {meta['alias']}".lower()
-        for info in meta["tools"]:
-            haystack = " ".join((server_words, info["name"], info["alias"], info.get("description") or "")).lower()
-            if all(token in haystack for token in tokens):
-                matches.append(format_tool_doc(meta, info, detail))
-                if len(matches) >= capped:
-                    return matches
-    return matches

@@ -13,7 +13,7 @@ Saved tools: ``save_tool(func)`` keeps a function on the host,
 Processes: ``keep_processes()`` keeps what cells start running between cells.
 Also ``show(image)`` and ``capability_summary()``.
 The async helpers ask the host; the ``_sync`` ones answer from the metadata
-this session already has.
+this session already has, but ``search_tool_docs_sync``, which asks the host.
 """
 
 import json
@@ -53,7 +53,8 @@ _CAPABILITY_SUMMARY = """\
 1. STATE: a persistent Python session. Variables and imports survive between runs;
    top-level `await` works; `asyncio.gather` runs tool calls concurrently.
 2. DISCOVER: `runtime.discovered_servers()` lists servers (detailed=True for descriptions);
-   `runtime.search_tool_docs("words")` finds tools; `runtime.query_tool_docs(server)` lists
+   `runtime.search_tool_docs("words")` ranks the tools of every server, loaded or not
+   (a hit with "loaded": False says how to load it); `runtime.query_tool_docs(server)` lists
    a server's tools (detail="full" adds input schemas). Search before guessing names.
 3. CALL: loaded servers are `mcp_<alias>` globals: `await mcp_<alias>.<tool>(arg=...)`.
    `help(mcp_<alias>.<tool>)` shows the parameters. Results come back decoded (dict/list/
@@ -155,14 +156,20 @@ def query_tool_docs_sync(server: str, tool: str | None = None, detail: str = "su
 
 
 async def search_tool_docs(query: str, *, limit: int = 5, detail: str = "summary") -> Any:
-    """Tools matching every word of ``query``, asked from the host."""
+    """The ``limit`` tools (1-20) that best match ``query`` (BM25 over tool
+    names, descriptions and parameters), across every server this session
+    may load, loaded or not: a list of docs, best first. ``loaded`` says
+    whether the server is loaded here; when it is not, ``load`` says how
+    (run_python's ``servers`` argument). ``detail="full"`` adds input
+    schemas. Servers codemode never started are not indexed yet."""
     text, capped, full = str(query), _docs.clamp_limit(limit), _detail_is_full(detail)
     return await _rpc.request(lambda: _codemode.search_tool_docs(text, capped, full))
 
 
-def search_tool_docs_sync(query: str, *, limit: int = 5, detail: str = "summary") -> list[dict[str, Any]]:
-    """Tools of the loaded servers matching every word of ``query``."""
-    return _docs.search(query, limit, detail)
+def search_tool_docs_sync(query: str, *, limit: int = 5, detail: str = "summary") -> Any:
+    """``search_tool_docs`` without ``await`` (it blocks for the host's answer)."""
+    text, capped, full = str(query), _docs.clamp_limit(limit), _detail_is_full(detail)
+    return _rpc.request_blocking(lambda: _codemode.search_tool_docs_blocking(text, capped, full))
 
 
 def capability_summary() -> str:

@@ -1,4 +1,5 @@
 mod cells;
+mod display;
 mod environment;
 mod interrupts;
 mod native_stub;

@@ -202,21 +202,25 @@ fn async_helpers_ask_the_host() {
 }
 
 #[test]
-fn sync_docs_search_the_cached_metadata() {
+fn sync_docs_read_the_cached_metadata_and_sync_search_asks_the_host() {
     let mut guest = guest();
     let out = guest.run(
         "print(runtime.query_tool_docs_sync('everything', 'get-weather', detail='full')[0]['inputSchema']['required'])\n\
          print([d['tool'] for d in runtime.query_tool_docs_sync('everything')][:2])\n\
-         print([d['toolAlias'] for d in runtime.search_tool_docs_sync('weather city')])\n\
-         print(len(runtime.search_tool_docs_sync('everything', limit=2)), runtime.search_tool_docs_sync(''))\n\
-         print('inputSchema' in runtime.search_tool_docs_sync('echo')[0])",
+         print(runtime.search_tool_docs_sync('weather city', limit=50, detail='full'))",
     );
     out.assert_success();
     assert_eq!(
         out.stdout,
-        "['city-name']\n['echo', 'add']\n['get_weather']\n2 []\nFalse\n"
+        "['city-name']\n['echo', 'add']\n\
+         [{'server': 'everything', 'tool': 'echo', 'query': 'weather city', 'limit': 20, 'detail': 1}]\n"
     );
-    assert!(out.rpcs.is_empty());
+    let calls: Vec<&Call> = out.rpcs.iter().filter_map(|r| r.call.as_ref()).collect();
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert!(
+        matches!(calls[0], Call::SearchToolDocs(s) if s.query == "weather city" && s.limit == 20 && s.detail == Detail::Full as i32),
+        "{calls:?}"
+    );
 }
 
 #[test]

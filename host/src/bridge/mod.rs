@@ -25,6 +25,7 @@ pub use session::Session;
 pub use warm::WarmPool;
 
 use crate::config::Discovery;
+use crate::index::ToolIndex;
 use crate::proxy::ServerPool;
 use crate::runtime::{self, parse_mount, LaunchSpec, Limits, MountGuard};
 use crate::sandbox::OutputListener;
@@ -102,6 +103,15 @@ pub struct RunRequest {
     pub session: String,
 }
 
+/// A cell's last value, as a notebook shows it (`Out`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Shown {
+    /// Its repr, a DataFrame's table, or a note saying why there is none.
+    pub text: String,
+    /// The value itself, when it is plain data (JSON-serialisable).
+    pub result: Option<serde_json::Value>,
+}
+
 #[derive(Debug, Clone)]
 pub struct RunOutcome {
     pub status: RunStatus,
@@ -115,6 +125,8 @@ pub struct RunOutcome {
     /// Things the model should know: state lost, sandbox replaced...
     pub notes: Vec<String>,
     pub timeout_secs: u64,
+    /// The value of the cell's last expression (successful cells only).
+    pub shown: Option<Shown>,
 }
 
 impl RunOutcome {
@@ -129,6 +141,7 @@ impl RunOutcome {
             rich: Vec::new(),
             notes: Vec::new(),
             timeout_secs: 0,
+            shown: None,
         }
     }
 }
@@ -266,6 +279,7 @@ impl Bridge {
         let pool = Arc::new(ServerPool::new(
             allowed,
             Duration::from_secs(settings.call_timeout.max(1)),
+            Arc::new(ToolIndex::open(&settings.state_dir())),
         ));
         let audit = match &settings.audit_log {
             Some(path) => Some(Arc::new(AuditLog::open(path).map_err(|source| {
@@ -294,10 +308,12 @@ impl Bridge {
     }
 
     /// A bridge whose sandboxes are in-process guests from `connect`, with
-    /// no configured servers and no runtime: the host core's unit tests.
+    /// the servers of `discovery` (never started unless a cell loads one)
+    /// and no runtime: the host core's unit tests.
     #[cfg(test)]
     pub(crate) fn in_process(
         settings: Settings,
+        discovery: Discovery,
         connect: Arc<dyn Fn() -> warm::GuestChannel + Send + Sync>,
     ) -> Result<Arc<Self>, BridgeError> {
         let (_, saved) = prepare_state(&settings)?;
@@ -309,7 +325,7 @@ impl Bridge {
         };
         Self::assemble(
             settings,
-            Discovery::default(),
+            discovery,
             Launcher::InProcess(connect),
             spec,
             saved,

@@ -8,12 +8,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use codemode_proto::v1::{
-    rpc_request::Call, Detail as WireDetail, ErrorKind, RpcError, ServerInfo,
+    rpc_request::Call, Detail as WireDetail, ErrorKind, RpcError, SearchToolDocs, ServerInfo,
 };
 use serde_json::{json, Value};
 
 use super::policy::Policy;
-use crate::proxy::{format_doc, search_docs, Detail, ProxyError, ServerPool};
+use crate::index::search::{self, Catalog};
+use crate::proxy::{format_doc, Detail, ProxyError, ServerPool};
 use crate::sandbox::{RpcFuture, RpcHandler};
 use crate::saved::SavedTools;
 
@@ -134,25 +135,52 @@ impl SessionRpc {
                     format_doc(&info, tool, d)
                 }
             }
-            Call::SearchToolDocs(req) => {
-                let infos = self
-                    .pool
-                    .server_infos(&self.servers)
-                    .await
-                    .map_err(proxy_err)?;
-                Value::Array(search_docs(
-                    &infos,
-                    &req.query,
-                    req.limit,
-                    detail(req.detail),
-                ))
-            }
+            Call::SearchToolDocs(req) => Value::Array(self.search(&req)),
             Call::CallTool(req) => return self.call_tool(req).await,
             Call::SaveTool(req) => return self.save_tool(req).await,
             Call::ListSavedTools(_) => return self.list_saved_tools().await,
             Call::LoadSavedTool(req) => return self.load_saved_tool(req).await,
         };
         Ok(value.to_string())
+    }
+
+    /// Ranks the indexed tools of every server this session may load
+    /// (loaded or not, started or not), without the tools the policy
+    /// denies; a server whose config changed since it was indexed is left
+    /// out until it lists its tools again.
+    fn search(&self, req: &SearchToolDocs) -> Vec<Value> {
+        let indexed = self.pool.index().snapshot();
+        let catalog: Vec<Catalog<'_>> = self
+            .pool
+            .configs()
+            .iter()
+            .filter_map(|(name, config)| {
+                let entry = indexed
+                    .get(name)
+                    .filter(|e| e.fingerprint == crate::index::fingerprint(config))?;
+                let names: Vec<String> = entry.tools.iter().map(|t| t.name.clone()).collect();
+                let aliases = crate::proxy::assign_aliases(&names, "tool");
+                let tools = entry
+                    .tools
+                    .iter()
+                    .zip(aliases)
+                    .filter(|(tool, _)| self.policy.tool_allowed(name, &tool.name))
+                    .collect();
+                Some(Catalog {
+                    name,
+                    alias: self.pool.alias(name),
+                    description: &config.description,
+                    tools,
+                })
+            })
+            .collect();
+        search::hits(
+            &catalog,
+            &req.query,
+            req.limit,
+            detail(req.detail),
+            &self.servers,
+        )
     }
 
     /// The server's own name for `wanted`: the guest resolves aliases and

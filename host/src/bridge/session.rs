@@ -6,11 +6,11 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use codemode_proto::v1::{Init, Limits as WireLimits};
+use codemode_proto::v1::{Display, Init, Limits as WireLimits};
 use tokio_util::sync::CancellationToken;
 
 use super::rpc::SessionRpc;
-use super::{Bridge, RunOutcome, RunStatus};
+use super::{Bridge, RunOutcome, RunStatus, Shown};
 use crate::sandbox::{CellRequest, OutputListener, Sandbox, SandboxError, Termination};
 
 /// Total bytes of images one cell may return: they travel in the Finished
@@ -165,6 +165,10 @@ impl Session {
             notes.push(running_note(cell.running_processes));
         }
         let (status, error) = ending(cell.termination, timeout, &mut notes);
+        let shown = match status {
+            RunStatus::Success => cell.display.and_then(shown),
+            _ => None,
+        };
         RunOutcome {
             status,
             stdout: cell.stdout.text(),
@@ -175,8 +179,27 @@ impl Session {
             rich: cell.rich,
             notes,
             timeout_secs: timeout.as_secs(),
+            shown,
         }
     }
+}
+
+/// What the client sees of the guest's `Display`: nothing when it is
+/// empty; its JSON only when it parses (the guest is untrusted).
+fn shown(display: Display) -> Option<Shown> {
+    let result = match display.result_json.as_str() {
+        "" => None,
+        json => serde_json::from_str(json)
+            .inspect_err(|e| tracing::debug!("a cell's result is not valid JSON: {e}"))
+            .ok(),
+    };
+    if display.text.is_empty() && result.is_none() {
+        return None;
+    }
+    Some(Shown {
+        text: display.text,
+        result,
+    })
 }
 
 /// The one place a cell's termination becomes the status and error a

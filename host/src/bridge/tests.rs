@@ -7,10 +7,13 @@
 //!   `unset` for a name never set in this sandbox);
 //! - `call SERVER TOOL`: a tool call to the host; prints the answer, or
 //!   `error: MESSAGE`;
+//! - `search QUERY`: `search_tool_docs(QUERY, limit=5)`; prints the answer;
 //! - `hang`: never finishes, and ignores Cancel (only the host's deadline
 //!   ends it);
 //! - `raise TEXT`: ends the cell with an exception;
 //! - `rich N`: ends the cell with N empty rich outputs (a forged Finished);
+//! - `show TEXT|JSON`: ends the cell with TEXT as its shown value, and
+//!   JSON as that value's JSON (may be empty, or not JSON at all);
 //! - `forge`: sends what was printed so far, then a Finished for another
 //!   execution (a protocol violation).
 
@@ -22,8 +25,9 @@ use std::time::Duration;
 use clap::Parser;
 use codemode_proto::codec::FrameCodec;
 use codemode_proto::v1::{
-    guest_message, host_message, rpc_request, rpc_response, CallTool, Finished, GuestMessage,
-    HostMessage, Output, PyError, Ready, RichOutput, RpcRequest, Status, Stream,
+    guest_message, host_message, rpc_request, rpc_response, CallTool, Display, Finished,
+    GuestMessage, HostMessage, Output, PyError, Ready, RichOutput, RpcRequest, SearchToolDocs,
+    Status, Stream,
 };
 use codemode_proto::{PROTOCOL_MAJOR, PROTOCOL_MINOR};
 use futures::{SinkExt, StreamExt};
@@ -48,6 +52,15 @@ struct Args {
 /// A bridge of in-process scripted guests, with `flags` on top of a
 /// private state dir; also how many guests it has started.
 fn bridge(state: &tempfile::TempDir, flags: &[&str]) -> (Arc<Bridge>, Arc<AtomicUsize>) {
+    bridge_with(state, flags, Discovery::default())
+}
+
+/// [`bridge`] with the configured servers of `discovery`.
+fn bridge_with(
+    state: &tempfile::TempDir,
+    flags: &[&str],
+    discovery: Discovery,
+) -> (Arc<Bridge>, Arc<AtomicUsize>) {
     let mut argv = vec!["codemode", "--state-dir"];
     argv.push(state.path().to_str().expect("utf-8 temp dir"));
     argv.extend(flags);
@@ -64,7 +77,7 @@ fn bridge(state: &tempfile::TempDir, flags: &[&str]) -> (Arc<Bridge>, Arc<Atomic
         ));
         tokio::io::split(host_end)
     });
-    let bridge = Bridge::in_process(settings, connect).expect("bridge");
+    let bridge = Bridge::in_process(settings, discovery, connect).expect("bridge");
     (bridge, started)
 }
 
@@ -107,18 +120,27 @@ async fn scripted_guest(mut from_host: FromHost, mut to_host: ToHost) {
                     "{}\n",
                     vars.get(rest).map(String::as_str).unwrap_or("unset")
                 )),
-                "call" => {
-                    let (server, tool) = rest.split_once(' ').unwrap_or((rest, ""));
+                "call" | "search" => {
+                    let call = if action == "call" {
+                        let (server, tool) = rest.split_once(' ').unwrap_or((rest, ""));
+                        rpc_request::Call::CallTool(CallTool {
+                            server: server.into(),
+                            tool: tool.into(),
+                            arguments_json: "{}".into(),
+                        })
+                    } else {
+                        rpc_request::Call::SearchToolDocs(SearchToolDocs {
+                            query: rest.into(),
+                            limit: 5,
+                            detail: 0,
+                        })
+                    };
                     let id = next_rpc;
                     next_rpc += 1;
                     let request = frame(guest_message::Kind::RpcRequest(RpcRequest {
                         id,
                         execution_id: exec.id,
-                        call: Some(rpc_request::Call::CallTool(CallTool {
-                            server: server.into(),
-                            tool: tool.into(),
-                            arguments_json: "{}".into(),
-                        })),
+                        call: Some(call),
                     }));
                     if to_host.send(request).await.is_err() {
                         return;
@@ -155,6 +177,13 @@ async fn scripted_guest(mut from_host: FromHost, mut to_host: ToHost) {
                 "rich" => {
                     let n: usize = rest.parse().unwrap_or(0);
                     end.rich = vec![RichOutput::default(); n];
+                }
+                "show" => {
+                    let (text, json) = rest.split_once('|').unwrap_or((rest, ""));
+                    end.display = Some(Display {
+                        text: text.into(),
+                        result_json: json.into(),
+                    });
                 }
                 _ => out.push_str(&format!("unknown action {action}\n")),
             }
@@ -339,5 +368,108 @@ async fn a_guest_that_breaks_the_protocol_is_replaced_and_its_output_kept() {
     let out = run(&bridge, "s", "get x", 5).await;
     assert_eq!(out.stdout, "unset\n", "a fresh sandbox: {out:?}");
     assert_eq!(started.load(Ordering::SeqCst), 2);
+    bridge.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_shown_value_reaches_the_outcome_only_when_valid_and_successful() {
+    let state = tempfile::tempdir().unwrap();
+    let (bridge, _) = bridge(&state, &["--warm-pool", "0"]);
+    let out = run(&bridge, "s", r#"show {'a': 1}|{"a":1}"#, 5).await;
+    assert_eq!(
+        out.shown,
+        Some(Shown {
+            text: "{'a': 1}".into(),
+            result: Some(serde_json::json!({"a": 1})),
+        })
+    );
+    let out = run(&bridge, "s", "show <object>|{not json", 5).await;
+    assert_eq!(
+        out.shown,
+        Some(Shown {
+            text: "<object>".into(),
+            result: None,
+        }),
+        "a forged result that is not JSON is dropped"
+    );
+    let out = run(&bridge, "s", "show |", 5).await;
+    assert_eq!(out.shown, None, "an empty display shows nothing");
+    let out = run(&bridge, "s", "show 1|1\nraise boom", 5).await;
+    assert_eq!(out.status, RunStatus::Error);
+    assert_eq!(out.shown, None, "a failed cell shows no value");
+    let long = "x".repeat(100 * 1024);
+    let out = run(&bridge, "s", &format!("show {long}|"), 5).await;
+    let text = out.shown.map(|s| s.text).unwrap_or_default();
+    assert!(
+        text.len() < 70 * 1024 && text.ends_with("[... cut by codemode ...]"),
+        "{}",
+        text.len()
+    );
+    bridge.shutdown().await;
+}
+
+/// A server that is configured but never started, as a config names it.
+fn unstarted(name: &str, command: &str) -> crate::config::ServerConfig {
+    crate::config::ServerConfig {
+        name: name.into(),
+        command: command.into(),
+        args: Vec::new(),
+        env: Default::default(),
+        cwd: None,
+        description: format!("{name} server"),
+        source: Default::default(),
+        source_name: String::new(),
+    }
+}
+
+fn indexed_tool(name: &str, description: &str) -> rmcp::model::Tool {
+    let schema =
+        serde_json::json!({"type": "object", "properties": {"timezone": {"type": "string"}}});
+    let serde_json::Value::Object(schema) = schema else {
+        unreachable!()
+    };
+    rmcp::model::Tool::new(name.to_string(), description.to_string(), Arc::new(schema))
+}
+
+#[tokio::test]
+async fn search_ranks_indexed_tools_of_servers_never_started() {
+    let state = tempfile::tempdir().unwrap();
+    let time = unstarted("time", "/nonexistent/time-server");
+    let moved = unstarted("moved", "/nonexistent/moved-server");
+    {
+        // What an earlier codemode recorded when these servers ran.
+        let index = crate::index::ToolIndex::open(state.path());
+        let tools = [
+            indexed_tool("get_current_time", "Current time in a timezone."),
+            indexed_tool("convert_time", "Convert a time between timezones."),
+        ];
+        index.record("time", &crate::index::fingerprint(&time), &tools);
+        let old = unstarted("moved", "/old/command");
+        let stale = [indexed_tool("convert_time_too", "Convert time.")];
+        index.record("moved", &crate::index::fingerprint(&old), &stale);
+    }
+    let discovery = Discovery {
+        servers: [("time".to_string(), time), ("moved".to_string(), moved)].into(),
+        ..Discovery::default()
+    };
+    let flags = ["--warm-pool", "0", "--deny-tools", "time.get_current_time"];
+    let (bridge, _) = bridge_with(&state, &flags, discovery);
+    let out = run(&bridge, "s", "search convert time", 5).await;
+    assert_eq!(out.status, RunStatus::Success, "{out:?}");
+    let hits: serde_json::Value = serde_json::from_str(out.stdout.trim()).expect("json hits");
+    let hits = hits.as_array().expect("a list");
+    assert_eq!(
+        hits.len(),
+        1,
+        "denied and stale tools are left out: {hits:?}"
+    );
+    assert_eq!(hits[0]["tool"], "convert_time");
+    assert_eq!(hits[0]["loaded"], false);
+    assert!(
+        hits[0]["load"]
+            .as_str()
+            .is_some_and(|l| l.contains("servers=[\"time\"]")),
+        "{hits:?}"
+    );
     bridge.shutdown().await;
 }

@@ -81,9 +81,11 @@ pub async fn servers(settings: &Settings, with_tools: bool) -> ExitCode {
         println!("no MCP servers found; add one with --config FILE or see `codemode --help`");
         return ExitCode::SUCCESS;
     }
+    // Listing tools fills the tool index that search in cells ranks.
     let pool = crate::proxy::ServerPool::new(
         found.servers.clone(),
         std::time::Duration::from_secs(settings.call_timeout.max(1)),
+        std::sync::Arc::new(crate::index::ToolIndex::open(&settings.state_dir())),
     );
     let mut failed = false;
     for (name, cfg) in &found.servers {

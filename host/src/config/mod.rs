@@ -112,6 +112,7 @@ pub(crate) use parse::load_file_report;
 pub use parse::load_file_report_as_written;
 pub use self_ref::is_self_server;
 pub use trust::{create_private_dir, shell_quote, TrustStatus, TrustStore, TRUST_FILE};
+pub(crate) use trust::{sha256_hex, write_private_atomically};
 
 /// Variable that keeps configs launching codemode itself (the reference
 /// bridge's name, kept for compatibility): `1`, `true` or `yes`.

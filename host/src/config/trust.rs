@@ -132,8 +132,6 @@ impl TrustStore {
             path: file.to_path_buf(),
             source,
         };
-        let dir = file.parent().unwrap_or(Path::new("."));
-        create_private_dir(dir).map_err(fail)?;
         let mut files = BTreeMap::new();
         for (path, sha256) in &self.approved {
             let Some(key) = path.to_str() else { continue };
@@ -144,16 +142,10 @@ impl TrustStore {
             version: FORMAT_VERSION,
             files,
         };
-        let text = serde_json::to_string_pretty(&disk)
+        let mut text = serde_json::to_string_pretty(&disk)
             .map_err(|e| fail(std::io::Error::other(e.to_string())))?;
-        // NamedTempFile is created 0600 in the same directory, so the
-        // rename is atomic and the store is never half-written.
-        let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(fail)?;
-        tmp.write_all(text.as_bytes()).map_err(fail)?;
-        tmp.write_all(b"\n").map_err(fail)?;
-        tmp.as_file().sync_all().map_err(fail)?;
-        tmp.persist(file).map_err(|e| fail(e.error))?;
-        Ok(())
+        text.push('\n');
+        write_private_atomically(file, text.as_bytes()).map_err(fail)
     }
 
     /// Approves `path`'s current bytes; returns its canonical path and digest.
@@ -200,6 +192,19 @@ pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
         .recursive(true)
         .mode(0o700)
         .create(dir)
+}
+
+/// Writes `file` whole or not at all: a temporary file (0600, in the same
+/// directory, so the rename is atomic) synced and renamed over it. Creates
+/// the directory private (0700) when it is missing.
+pub(crate) fn write_private_atomically(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = file.parent().unwrap_or(Path::new("."));
+    create_private_dir(dir)?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(file).map_err(|e| e.error)?;
+    Ok(())
 }
 
 pub(crate) fn sha256_hex(bytes: &[u8]) -> String {

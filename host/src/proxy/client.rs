@@ -1,9 +1,10 @@
 //! One proxied MCP server: an rmcp client over the stdio of a supervised
-//! child ([`crate::child`]) with an explicit environment, its tool list cached until the
-//! server says it changed.
+//! child ([`crate::child`]) with an explicit environment, its tool list
+//! cached until the server says it changed, when it is listed again at once
+//! so the tool index ([`crate::index`]) follows.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
 use rmcp::model::{CallToolRequestParams, CallToolResult, ClientConfig, Implementation, Tool};
@@ -13,6 +14,7 @@ use tokio::sync::Mutex;
 
 use crate::child::{inherited, Child, Io, StderrLevel};
 use crate::config::ServerConfig;
+use crate::index::ToolIndex;
 
 /// How long a server may take to start and answer `initialize`: npx may
 /// download a package first, so this is generous.
@@ -22,6 +24,9 @@ const START_TIMEOUT: Duration = Duration::from_secs(60);
 const EXIT_GRACE: Duration = Duration::from_secs(2);
 /// How long a start-up error waits for the server's last stderr lines.
 const STDERR_WAIT: Duration = Duration::from_millis(500);
+/// How long listing the tools again after `tools/list_changed` may take;
+/// a failure leaves the cache empty, so the next use lists them.
+const RELIST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Variables passed through from codemode's own environment; everything
 /// else a server needs must be in its config's `env`.
@@ -49,10 +54,12 @@ pub enum ProxyError {
     Remote { server: String, message: String },
 }
 
-/// Client-side handler: records `tools/list_changed`.
+/// Client-side handler: records `tools/list_changed` and lists the tools
+/// again in the background (the server is set once it is built).
 #[derive(Clone)]
 struct Listener {
     tools_changed: Arc<AtomicBool>,
+    server: Arc<OnceLock<Weak<ProxiedServer>>>,
 }
 
 impl ClientHandler for Listener {
@@ -65,6 +72,14 @@ impl ClientHandler for Listener {
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.tools_changed.store(true, Ordering::SeqCst);
+        let Some(server) = self.server.get().and_then(Weak::upgrade) else {
+            return;
+        };
+        tokio::spawn(async move {
+            if let Err(e) = server.tools(RELIST_TIMEOUT).await {
+                tracing::info!(server = %server.name, "listing tools after tools/list_changed failed: {e}");
+            }
+        });
     }
 }
 
@@ -74,13 +89,16 @@ pub struct ProxiedServer {
     peer: rmcp::Peer<RoleClient>,
     tools: Mutex<Option<Arc<Vec<Tool>>>>,
     tools_changed: Arc<AtomicBool>,
+    /// Where fresh tool lists are recorded, and this config's fingerprint.
+    index: Arc<ToolIndex>,
+    fingerprint: String,
     /// The server process; taken by `shutdown`, killed when dropped.
     child: Mutex<Option<Child>>,
     closed: AtomicBool,
 }
 
 impl ProxiedServer {
-    pub async fn start(cfg: &ServerConfig) -> Result<Self, ProxyError> {
+    pub async fn start(cfg: &ServerConfig, index: Arc<ToolIndex>) -> Result<Arc<Self>, ProxyError> {
         let mut env = inherited(BASE_ENV);
         env.extend(cfg.env.iter().map(|(k, v)| (k.into(), v.into())));
         let mut cmd = crate::child::command(&cfg.command, env);
@@ -99,8 +117,10 @@ impl ProxiedServer {
             return Err(start_err("its stdio could not be piped".into()));
         };
         let tools_changed = Arc::new(AtomicBool::new(false));
+        let slot = Arc::new(OnceLock::new());
         let listener = Listener {
             tools_changed: tools_changed.clone(),
+            server: slot.clone(),
         };
         let service =
             match tokio::time::timeout(START_TIMEOUT, listener.serve((stdout, stdin))).await {
@@ -123,15 +143,19 @@ impl ProxiedServer {
                     });
                 }
             };
-        Ok(Self {
+        let server = Arc::new(Self {
             name: cfg.name.clone(),
             peer: service.peer().clone(),
             service: Mutex::new(Some(service)),
             tools: Mutex::new(None),
             tools_changed,
+            index,
+            fingerprint: crate::index::fingerprint(cfg),
             child: Mutex::new(Some(child)),
             closed: AtomicBool::new(false),
-        })
+        });
+        let _ = slot.set(Arc::downgrade(&server));
+        Ok(server)
     }
 
     /// Whether the connection is gone (the server exited or crashed).
@@ -147,7 +171,8 @@ impl ProxiedServer {
         }
     }
 
-    /// The server's tools, cached until it sends `tools/list_changed`.
+    /// The server's tools, cached until it sends `tools/list_changed`;
+    /// each fresh list is recorded in the tool index.
     pub async fn tools(&self, timeout: Duration) -> Result<Arc<Vec<Tool>>, ProxyError> {
         let mut cached = self.tools.lock().await;
         if self.tools_changed.swap(false, Ordering::SeqCst) {
@@ -173,6 +198,7 @@ impl ProxiedServer {
                 })
             }
         };
+        self.index.record(&self.name, &self.fingerprint, &tools);
         *cached = Some(tools.clone());
         Ok(tools)
     }

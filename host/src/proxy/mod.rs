@@ -16,9 +16,10 @@ use tokio::sync::Mutex;
 
 pub use alias::{assign as assign_aliases, sanitize};
 pub use client::{ProxiedServer, ProxyError};
-pub use docs::{format_doc, search_docs, Detail};
+pub use docs::{format_doc, Detail};
 
 use crate::config::ServerConfig;
+use crate::index::ToolIndex;
 
 pub struct ServerPool {
     configs: BTreeMap<String, ServerConfig>,
@@ -26,10 +27,16 @@ pub struct ServerPool {
     running: Mutex<HashMap<String, Arc<ProxiedServer>>>,
     start_locks: Mutex<HashMap<String, Arc<Mutex<()>>>>,
     call_timeout: Duration,
+    /// Every server's tools as last listed, for search (see [`crate::index`]).
+    index: Arc<ToolIndex>,
 }
 
 impl ServerPool {
-    pub fn new(configs: BTreeMap<String, ServerConfig>, call_timeout: Duration) -> Self {
+    pub fn new(
+        configs: BTreeMap<String, ServerConfig>,
+        call_timeout: Duration,
+        index: Arc<ToolIndex>,
+    ) -> Self {
         let names: Vec<String> = configs.keys().cloned().collect();
         let aliases = names
             .iter()
@@ -42,11 +49,16 @@ impl ServerPool {
             running: Mutex::new(HashMap::new()),
             start_locks: Mutex::new(HashMap::new()),
             call_timeout,
+            index,
         }
     }
 
     pub fn configs(&self) -> &BTreeMap<String, ServerConfig> {
         &self.configs
+    }
+
+    pub fn index(&self) -> &ToolIndex {
+        &self.index
     }
 
     pub fn alias(&self, name: &str) -> String {
@@ -85,7 +97,7 @@ impl ServerPool {
             tracing::warn!(server = name, "server connection is gone; restarting it");
             old.shutdown().await;
         }
-        let server = Arc::new(ProxiedServer::start(cfg).await?);
+        let server = ProxiedServer::start(cfg, self.index.clone()).await?;
         tracing::info!(server = name, "started proxied server");
         self.running
             .lock()

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use codemode_proto::v1::{
-    guest_message, host_message, rpc_request, rpc_response, Cancel, ErrorKind, Execute,
+    guest_message, host_message, rpc_request, rpc_response, Cancel, Display, ErrorKind, Execute,
     GuestMessage, HostMessage, LogLevel, PyError, RichOutput, RpcError, RpcRequest, RpcResponse,
     Status, Stream,
 };
@@ -37,6 +37,12 @@ const MAX_PENDING_FRAMES: usize = MAX_INFLIGHT_RPCS + 16;
 /// million image blocks.
 pub const MAX_RICH_OUTPUTS: usize = 32;
 pub const MAX_RICH_BYTES: usize = 8 * 1024 * 1024;
+
+/// Bytes of a cell's shown value (its repr) kept, and of its JSON: the
+/// guest bounds both (32 KiB of text, 64 KiB of JSON); a forged Finished
+/// gets no more than this.
+const MAX_DISPLAY_TEXT: usize = 64 * 1024;
+const MAX_RESULT_JSON: usize = 256 * 1024;
 
 /// RPCs of any kind one cell may send (discovery calls included), or
 /// twice the tool-call budget when that is larger; tool calls have their
@@ -120,6 +126,29 @@ pub struct CellResult {
     pub ended_processes: u32,
     /// Rich outputs dropped by the host's caps.
     pub dropped_rich: usize,
+    /// The cell's last value as the guest showed it, within
+    /// [`MAX_DISPLAY_TEXT`] and [`MAX_RESULT_JSON`].
+    pub display: Option<Display>,
+}
+
+/// `display` within the host's bounds: the text cut at a character
+/// boundary, JSON beyond its bound dropped (cut JSON is no JSON).
+fn cap_display(display: Display) -> Display {
+    let mut text = display.text;
+    if text.len() > MAX_DISPLAY_TEXT {
+        let mut end = MAX_DISPLAY_TEXT;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        text.push_str("\n[... cut by codemode ...]");
+    }
+    let result_json = if display.result_json.len() <= MAX_RESULT_JSON {
+        display.result_json
+    } else {
+        String::new()
+    };
+    Display { text, result_json }
 }
 
 /// Keeps the first rich outputs within [`MAX_RICH_OUTPUTS`] and
@@ -175,6 +204,7 @@ impl Sandbox<Initialized> {
             running_processes: 0,
             ended_processes: 0,
             dropped_rich: 0,
+            display: None,
         };
         result.termination = match self.drive(req, &mut result, started).await {
             Ok(termination) => termination,
@@ -326,6 +356,7 @@ impl Sandbox<Initialized> {
                             result.dropped_rich = cap_rich(&mut result.rich);
                             result.running_processes = done.running_processes;
                             result.ended_processes = done.ended_processes;
+                            result.display = done.display.map(cap_display);
                             return Ok(termination);
                         }
                         Some(guest_message::Kind::Log(log)) => {

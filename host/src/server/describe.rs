@@ -121,6 +121,8 @@ pub fn output_schema() -> Value {
             "notes": names("Notes from codemode: processes, lost state, caps reached."),
             "timeoutSeconds": count("The timeout that ended the cell."),
             "images": count("Images returned as image content."),
+            "display": text("The last expression's value as a notebook shows it (repr; a DataFrame as a table)."),
+            "result": {"description": "That value as JSON, when it is plain data."},
             "durationMs": count("Wall time of the call."),
         },
         "required": ["status", "durationMs"],
@@ -132,6 +134,7 @@ pub fn tool_definition(max_timeout: u64, default_timeout: u64) -> Tool {
     Tool::new(
         TOOL_NAME,
         "Run Python in a persistent sandbox (like a notebook) where configured MCP servers are Python modules. \
+         A last expression's value is shown (and returned as `result` when it is JSON data). \
          Prefer one cell that discovers, calls and combines tools over many calls.",
         RunPythonArgs::schema(max_timeout, default_timeout),
     )

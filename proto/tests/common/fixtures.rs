@@ -6,10 +6,10 @@
 use codemode_proto::frame::{encode_frame, DEFAULT_MAX_FRAME_BYTES};
 use codemode_proto::v1::{
     guest_message, host_message, rpc_request, rpc_response, AddServers, CallTool, Cancel, Detail,
-    DiscoveredServer, ErrorKind, Execute, Finished, GuestMessage, HostMessage, Init, Limits,
-    ListSavedTools, ListServers, ListTools, LoadSavedTool, Log, LogLevel, Output, ProtocolError,
-    PyError, QueryToolDocs, Ready, RichOutput, RpcError, RpcRequest, RpcResponse, SaveTool,
-    SearchToolDocs, ServerInfo, Shutdown, Status, Stream, ToolInfo,
+    DiscoveredServer, Display, ErrorKind, Execute, Finished, GuestMessage, HostMessage, Init,
+    Limits, ListSavedTools, ListServers, ListTools, LoadSavedTool, Log, LogLevel, Output,
+    ProtocolError, PyError, QueryToolDocs, Ready, RichOutput, RpcError, RpcRequest, RpcResponse,
+    SaveTool, SearchToolDocs, ServerInfo, Shutdown, Status, Stream, ToolInfo,
 };
 
 /// A fixture: which direction it travels and the message itself.
@@ -239,6 +239,10 @@ pub fn all() -> Vec<Fixture> {
             dropped_output_bytes: 1 << 20,
             running_processes: 2,
             ended_processes: 3,
+            display: Some(Display {
+                text: "{'answer': 42}".into(),
+                result_json: "{\"answer\":42}".into(),
+            }),
         })),
         guest(G::Log(Log {
             level: LogLevel::Warn.into(),

@@ -4,10 +4,10 @@
 
 use codemode_proto::v1::{
     guest_message, host_message, rpc_request, rpc_response, AddServers, CallTool, Cancel,
-    DiscoveredServer, Execute, Finished, GuestMessage, HostMessage, Init, Limits, ListSavedTools,
-    ListServers, ListTools, LoadSavedTool, Log, Output, ProtocolError, PyError, QueryToolDocs,
-    Ready, RichOutput, RpcError, RpcRequest, RpcResponse, SaveTool, SearchToolDocs, ServerInfo,
-    Shutdown, ToolInfo,
+    DiscoveredServer, Display, Execute, Finished, GuestMessage, HostMessage, Init, Limits,
+    ListSavedTools, ListServers, ListTools, LoadSavedTool, Log, Output, ProtocolError, PyError,
+    QueryToolDocs, Ready, RichOutput, RpcError, RpcRequest, RpcResponse, SaveTool, SearchToolDocs,
+    ServerInfo, Shutdown, ToolInfo,
 };
 use proptest::collection::vec;
 use proptest::option;
@@ -145,6 +145,7 @@ fn finished() -> impl Strategy<Value = Finished> {
         traceback,
     });
     let rich = (text(), blob()).prop_map(|(mime_type, data)| RichOutput { mime_type, data });
+    let display = (text(), text()).prop_map(|(text, result_json)| Display { text, result_json });
     (
         any::<u64>(),
         any::<i32>(),
@@ -152,10 +153,11 @@ fn finished() -> impl Strategy<Value = Finished> {
         any::<u64>(),
         vec(rich, 0..3),
         any::<u64>(),
-        (any::<u32>(), any::<u32>()),
+        (any::<u32>(), any::<u32>(), option::of(display)),
     )
         .prop_map(
-            |(id, status, error, duration_us, rich, dropped_output_bytes, (running, ended))| {
+            |(id, status, error, duration_us, rich, dropped_output_bytes, processes)| {
+                let (running_processes, ended_processes, display) = processes;
                 Finished {
                     id,
                     status,
@@ -163,8 +165,9 @@ fn finished() -> impl Strategy<Value = Finished> {
                     duration_us,
                     rich,
                     dropped_output_bytes,
-                    running_processes: running,
-                    ended_processes: ended,
+                    running_processes,
+                    ended_processes,
+                    display,
                 }
             },
         )
