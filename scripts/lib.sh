@@ -103,7 +103,8 @@ build_image() {
   # `image build` skips the work when the image already holds this guest.
   log "image: building the sandbox images offline (skipped when up to date)"
   "$BIN/codemode" image build
-  if [ "${1:-}" = all ]; then "$BIN/codemode" image build --variant datascience; fi
+  # The datascience image's wheels come through the project venv's pip.
+  if [ "${1:-}" = all ]; then CODEMODE_PIP="$VENV/bin/pip" "$BIN/codemode" image build --variant datascience; fi
 }
 
 # Writes the example servers config pointing at real third-party servers,

@@ -49,16 +49,18 @@ def _refuse_extensions() -> None:
         (SourceFileLoader, SOURCE_SUFFIXES),
         (SourcelessFileLoader, BYTECODE_SUFFIXES),
     )
-    sys.path_hooks[:] = [hook if getattr(h, "__name__", "") == "path_hook_for_FileFinder" else h for h in sys.path_hooks]
+    sys.path_hooks[:] = [
+        hook if getattr(h, "__name__", "") == "path_hook_for_FileFinder" else h for h in sys.path_hooks
+    ]
     sys.path_importer_cache.clear()
 
 
 def _refuse_dlopen() -> None:
     import _ctypes
 
-    original = _ctypes.dlopen
+    original: Any = _ctypes.dlopen
 
-    def dlopen(name: str | None, *args: Any) -> Any:
+    def dlopen(name: Any, *args: Any) -> Any:
         # dlopen(NULL) is the program itself: ctypes needs it to import.
         if name is None:
             return original(name, *args)
