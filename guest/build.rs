@@ -30,26 +30,25 @@ fn main() {
     println!("cargo:rustc-env=CODEMODE_FROZEN_DIR={}", frozen.display());
     let config = dir.join("pyo3-config.txt");
     println!("cargo:rerun-if-changed={}", config.display());
-    let series = std::fs::read_to_string(&config)
-        .ok()
-        .and_then(|text| {
-            text.lines()
-                .find_map(|line| line.strip_prefix("version=").map(str::to_owned))
-        })
-        .unwrap_or_else(|| fail(&format!("{} names no version", config.display())));
+    let series = config_value(&config, "version");
     println!("cargo:rustc-env=CODEMODE_PYTHON_SERIES={series}");
-    let python = std::fs::read_to_string(&config)
-        .ok()
-        .and_then(|text| {
-            text.lines()
-                .find_map(|line| line.strip_prefix("executable=").map(PathBuf::from))
-        })
-        .unwrap_or_else(|| fail(&format!("{} names no executable", config.display())));
-    compile_guest_modules(&python);
+    compile_guest_modules(Path::new(&config_value(&config, "executable")));
     let features = env::var("CARGO_CFG_TARGET_FEATURE").unwrap_or_default();
     if !features.split(',').any(|f| f == "crt-static") {
         println!("cargo:rustc-link-arg-bins=-Wl,--export-dynamic");
     }
+}
+
+/// The value of `key=` in pyo3's interpreter description.
+fn config_value(config: &Path, key: &str) -> String {
+    let prefix = format!("{key}=");
+    std::fs::read_to_string(config)
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find_map(|line| line.strip_prefix(prefix.as_str()).map(str::to_owned))
+        })
+        .unwrap_or_else(|| fail(&format!("{} names no {key}", config.display())))
 }
 
 /// Compiles `python/**/*.py` with the embedded CPython's own build, so the

@@ -78,6 +78,12 @@ def _text(value: Any) -> str:
     try:
         if _module_of(value).startswith("pandas.") and kind == "DataFrame":
             text = value.to_string(max_rows=TABLE_ROWS, max_cols=TABLE_COLUMNS, show_dimensions=True)
+            # Some pandas versions leave the dimensions out of a frame that
+            # fits; a model reading the table needs them either way.
+            rows, columns = value.shape
+            footer = f"[{rows} rows x {columns} columns]"
+            if isinstance(text, str) and not text.rstrip().endswith(footer):
+                text = f"{text}\n\n{footer}"
         elif _module_of(value).startswith("pandas.") and kind == "Series":
             text = value.to_string(max_rows=TABLE_ROWS, length=True, dtype=True, name=True)
         else:
