@@ -69,14 +69,21 @@ def _module_of(value: Any) -> str:
     return module if isinstance(module, str) else ""
 
 
+def _from(value: Any, package: str) -> bool:
+    """Whether the value's type comes from `package` (pandas 3 says its
+    classes live in ``pandas`` itself, pandas 2 in ``pandas.core.frame``)."""
+    module = _module_of(value)
+    return module == package or module.startswith(package + ".")
+
+
 def _is_figure(value: Any) -> bool:
-    return _module_of(value).startswith("matplotlib.") and type(value).__name__ in ("Figure", "SubFigure")
+    return _from(value, "matplotlib") and type(value).__name__ in ("Figure", "SubFigure")
 
 
 def _text(value: Any) -> str:
     kind = type(value).__name__
     try:
-        if _module_of(value).startswith("pandas.") and kind == "DataFrame":
+        if _from(value, "pandas") and kind == "DataFrame":
             text = value.to_string(max_rows=TABLE_ROWS, max_cols=TABLE_COLUMNS, show_dimensions=True)
             # Some pandas versions leave the dimensions out of a frame that
             # fits; a model reading the table needs them either way.
@@ -84,7 +91,7 @@ def _text(value: Any) -> str:
             footer = f"[{rows} rows x {columns} columns]"
             if isinstance(text, str) and not text.rstrip().endswith(footer):
                 text = f"{text}\n\n{footer}"
-        elif _module_of(value).startswith("pandas.") and kind == "Series":
+        elif _from(value, "pandas") and kind == "Series":
             text = value.to_string(max_rows=TABLE_ROWS, length=True, dtype=True, name=True)
         else:
             text = repr(value)
