@@ -26,7 +26,6 @@ pub(crate) mod bridge;
 pub(crate) mod child;
 pub mod cli;
 pub(crate) mod config;
-pub(crate) mod image;
 pub(crate) mod index;
 pub(crate) mod proxy;
 pub(crate) mod render;

@@ -39,7 +39,7 @@ pub struct Settings {
     /// `datascience`, or the name given to `codemode image build --variant
     /// NAME --requirements FILE`. `--image` overrides it.
     #[arg(long, env = "MCP_BRIDGE_VARIANT", default_value = "default")]
-    pub variant: crate::image::Variant,
+    pub variant: codemode_images::Variant,
     /// OCI runtime podman should use (e.g. runc). Default: runc when the
     /// host's cgroup layout is v1/hybrid (crun refuses it), else podman's own.
     #[arg(long, env = "MCP_BRIDGE_OCI_RUNTIME")]

@@ -37,7 +37,11 @@ pub async fn run(settings: &Settings) -> ExitCode {
         }
     };
     if let crate::runtime::Backend::Oci(oci) = &choice.backend {
-        let exists = crate::image::image_exists(&oci.binary, &oci.image).await;
+        let exists = codemode_images::image_exists(
+            &crate::runtime::client::ImageEngine(oci.binary.clone()),
+            &oci.image,
+        )
+        .await;
         report(
             exists,
             "image",

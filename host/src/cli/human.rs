@@ -150,13 +150,13 @@ pub fn print_line(text: &str) -> ExitCode {
 
 pub async fn image_build(
     settings: &Settings,
-    variant: crate::image::Variant,
+    variant: codemode_images::Variant,
     requirements: Option<std::path::PathBuf>,
     tag: Option<String>,
     force: bool,
 ) -> ExitCode {
-    use crate::image::Contents;
     use crate::runtime::guest::{beside_codemode, Flavour};
+    use codemode_images::Contents;
     let engine = match crate::runtime::select_backend(settings).await {
         Ok(choice) => match choice.backend {
             crate::runtime::Backend::Oci(oci) => oci.binary,
@@ -200,15 +200,15 @@ pub async fn image_build(
             }
         }
     };
-    let opts = crate::image::BuildOptions {
+    let opts = codemode_images::BuildOptions {
         variant,
         contents,
-        engine,
         tag,
         force,
     };
+    let engine = crate::runtime::client::ImageEngine(engine);
     let progress = |msg: &str| eprintln!("  {msg}");
-    match crate::image::build(&opts, &progress).await {
+    match codemode_images::build(&opts, &engine, &progress).await {
         Ok(built) if built.up_to_date => {
             println!(
                 "{} is up to date ({:.1} MB)",

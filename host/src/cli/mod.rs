@@ -83,7 +83,7 @@ pub enum ImageAction {
         /// name for an image built with --requirements; `--variant NAME`
         /// then selects it at run time.
         #[arg(long, default_value = "default")]
-        variant: crate::image::Variant,
+        variant: codemode_images::Variant,
         /// A pip requirements file whose packages the image carries
         /// (downloaded here as wheels; the sandbox has no network).
         #[arg(long, value_name = "FILE")]
@@ -98,7 +98,7 @@ pub enum ImageAction {
     /// Print the tag of the image this build of codemode runs.
     Tag {
         #[arg(long, default_value = "default")]
-        variant: crate::image::Variant,
+        variant: codemode_images::Variant,
     },
 }
 
@@ -155,7 +155,7 @@ pub fn main() -> ExitCode {
             } => human::image_build(&cli.settings, variant, requirements, tag, force).await,
             Command::Image {
                 action: ImageAction::Tag { variant },
-            } => human::print_line(&crate::image::image_tag(&variant)),
+            } => human::print_line(&codemode_images::image_tag(&variant)),
             Command::Tools { action } => {
                 human::tools(&cli.settings, action.unwrap_or(ToolsAction::List))
             }

@@ -109,6 +109,29 @@ pub async fn remove(binary: &Path, global: &[String], name: &str) -> bool {
     output(cmd, SHORT).await.is_ok_and(|o| o.status.success())
 }
 
+/// The image builder's engine (`codemode image build`, doctor's image
+/// check): its commands start like every other engine command here.
+pub struct ImageEngine(pub PathBuf);
+
+impl codemode_images::EngineRunner for ImageEngine {
+    fn binary(&self) -> &Path {
+        &self.0
+    }
+
+    fn command(&self) -> tokio::process::Command {
+        command(&self.0)
+    }
+
+    fn output<'a>(
+        &'a self,
+        command: tokio::process::Command,
+        limit: Duration,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = std::io::Result<Output>> + Send + 'a>>
+    {
+        Box::pin(output(command, limit))
+    }
+}
+
 /// Runs `cmd` for its output, killing its group after `limit`.
 pub async fn output(cmd: tokio::process::Command, limit: Duration) -> std::io::Result<Output> {
     let label = Path::new(cmd.as_std().get_program())

@@ -59,7 +59,7 @@ impl OciBackend {
             image: settings
                 .image
                 .clone()
-                .unwrap_or_else(|| crate::image::image_tag(&settings.variant)),
+                .unwrap_or_else(|| codemode_images::image_tag(&settings.variant)),
             oci_runtime,
             seccomp_profile: None,
         }

@@ -1,8 +1,13 @@
 //! Running the container engine (podman or docker) on a staged context.
+//! How an engine command is started (its environment, its process group,
+//! the bound on a short one) is the caller's: [`EngineRunner`].
 
 use std::collections::VecDeque;
+use std::future::Future;
 use std::path::{Path, PathBuf};
-use std::process::{ExitStatus, Stdio};
+use std::pin::Pin;
+use std::process::{ExitStatus, Output, Stdio};
+use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
@@ -10,7 +15,25 @@ use tokio::process::Command;
 use super::error::ImageError;
 use super::stage::stage;
 use super::{image_tag, BuildOptions, BuiltImage, Contents};
-use crate::runtime::client;
+
+/// The bound on a short engine command (inspect, rm).
+const SHORT: Duration = Duration::from_secs(30);
+
+/// Starts the container engine's commands the way the caller runs every
+/// child process (codemode: an allowlisted environment, its own process
+/// group, a parent-death signal, a bound that kills the group).
+pub trait EngineRunner: Send + Sync {
+    /// The engine binary (`podman` or `docker`), for messages.
+    fn binary(&self) -> &Path;
+    /// A command running the engine, environment and working directory set.
+    fn command(&self) -> Command;
+    /// Runs a short `command` to completion within `limit`.
+    fn output<'a>(
+        &'a self,
+        command: Command,
+        limit: Duration,
+    ) -> Pin<Box<dyn Future<Output = std::io::Result<Output>> + Send + 'a>>;
+}
 
 /// Engine output lines kept for the error message when a build fails.
 const KEPT_LINES: usize = 40;
@@ -18,18 +41,22 @@ const KEPT_LINES: usize = 40;
 /// Stages `opts.variant` into a fresh temporary directory, builds it with
 /// `opts.engine` and reports the tag, size and file count. Staging runs on
 /// the calling thread (seconds of file copying); the engine runs as a child.
-pub async fn build(opts: &BuildOptions, progress: &dyn Fn(&str)) -> Result<BuiltImage, ImageError> {
+pub async fn build(
+    opts: &BuildOptions,
+    engine: &dyn EngineRunner,
+    progress: &dyn Fn(&str),
+) -> Result<BuiltImage, ImageError> {
     let tag = opts.tag.clone().unwrap_or_else(|| image_tag(&opts.variant));
     let fingerprint = fingerprint(opts)?;
     if !opts.force {
         let format = format!("{{{{index .Labels \"{FINGERPRINT_LABEL}\"}}}}");
-        if let Ok((_, label)) = inspect(&opts.engine, &tag, &format).await {
+        if let Ok((_, label)) = inspect(engine, &tag, &format).await {
             if label == fingerprint {
                 progress(&format!(
                     "{tag} already holds this guest; nothing to build (--force rebuilds)"
                 ));
                 return Ok(BuiltImage {
-                    size_bytes: image_size(&opts.engine, &tag).await?,
+                    size_bytes: image_size(engine, &tag).await?,
                     tag,
                     staged_files: 0,
                     up_to_date: true,
@@ -39,10 +66,10 @@ pub async fn build(opts: &BuildOptions, progress: &dyn Fn(&str)) -> Result<Built
     }
     let scratch = ScratchDir::create()?;
     let staged_files = stage(&opts.variant, &opts.contents, scratch.path(), progress)?;
-    let engine = opts.engine.display().to_string();
-    progress(&format!("{engine} build -t {tag}"));
+    let shown_engine = engine.binary().display().to_string();
+    progress(&format!("{shown_engine} build -t {tag}"));
     let containerfile = scratch.path().join("Containerfile");
-    let mut command = client::command(&opts.engine);
+    let mut command = engine.command();
     // The engines' COPY cache keys ignore mtimes, so a cached layer could
     // carry stale source mtimes that invalidate every __pycache__ entry.
     command
@@ -56,16 +83,16 @@ pub async fn build(opts: &BuildOptions, progress: &dyn Fn(&str)) -> Result<Built
         .arg(&containerfile)
         .arg(scratch.path());
     let shown = format!(
-        "{engine} build --tag {tag} --file {}",
+        "{shown_engine} build --tag {tag} --file {}",
         containerfile.display()
     );
-    let previous = inspect(&opts.engine, &tag, "{{.Id}}")
+    let previous = inspect(engine, &tag, "{{.Id}}")
         .await
         .ok()
         .map(|(_, id)| id);
     run_streaming(command, &shown, progress).await?;
-    remove_replaced(&opts.engine, previous, &tag, progress).await;
-    let size_bytes = image_size(&opts.engine, &tag).await?;
+    remove_replaced(engine, previous, &tag, progress).await;
+    let size_bytes = image_size(engine, &tag).await?;
     Ok(BuiltImage {
         tag,
         size_bytes,
@@ -104,16 +131,17 @@ fn fingerprint(opts: &BuildOptions) -> Result<String, ImageError> {
 }
 
 /// Whether the engine has an image called `tag` locally.
-pub async fn image_exists(engine: &Path, tag: &str) -> bool {
-    let mut cmd = client::command(engine);
+pub async fn image_exists(engine: &dyn EngineRunner, tag: &str) -> bool {
+    let mut cmd = engine.command();
     cmd.args(["image", "inspect", tag]);
-    client::output(cmd, client::SHORT)
+    engine
+        .output(cmd, SHORT)
         .await
         .is_ok_and(|out| out.status.success())
 }
 
 /// The image's size in bytes as the engine reports it.
-pub async fn image_size(engine: &Path, tag: &str) -> Result<u64, ImageError> {
+pub async fn image_size(engine: &dyn EngineRunner, tag: &str) -> Result<u64, ImageError> {
     let (shown, text) = inspect(engine, tag, "{{.Size}}").await?;
     text.trim()
         .parse()
@@ -125,11 +153,19 @@ pub async fn image_size(engine: &Path, tag: &str) -> Result<u64, ImageError> {
 }
 
 /// `<engine> image inspect --format FORMAT TAG`: the command shown in errors and its stdout.
-async fn inspect(engine: &Path, tag: &str, format: &str) -> Result<(String, String), ImageError> {
-    let shown = format!("{} image inspect --format {format} {tag}", engine.display());
-    let mut cmd = client::command(engine);
+async fn inspect(
+    engine: &dyn EngineRunner,
+    tag: &str,
+    format: &str,
+) -> Result<(String, String), ImageError> {
+    let shown = format!(
+        "{} image inspect --format {format} {tag}",
+        engine.binary().display()
+    );
+    let mut cmd = engine.command();
     cmd.args(["image", "inspect", "--format", format, tag]);
-    let output = client::output(cmd, client::SHORT)
+    let output = engine
+        .output(cmd, SHORT)
         .await
         .map_err(|source| ImageError::Spawn {
             command: shown.clone(),
@@ -152,7 +188,7 @@ async fn inspect(engine: &Path, tag: &str, format: &str) -> Result<(String, Stri
 /// not pile up untagged 50-250 MB images. Best effort: an image still used by
 /// a container stays, which is what the engine should decide.
 async fn remove_replaced(
-    engine: &Path,
+    engine: &dyn EngineRunner,
     previous: Option<String>,
     tag: &str,
     progress: &dyn Fn(&str),
@@ -162,9 +198,10 @@ async fn remove_replaced(
     if current.as_deref() == Some(previous.as_str()) {
         return;
     }
-    let mut cmd = client::command(engine);
+    let mut cmd = engine.command();
     cmd.args(["image", "rm", &previous]);
-    let removed = client::output(cmd, client::SHORT)
+    let removed = engine
+        .output(cmd, SHORT)
         .await
         .is_ok_and(|out| out.status.success());
     if removed {

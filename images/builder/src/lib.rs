@@ -1,6 +1,8 @@
-//! Sandbox images, built offline.
+//! codemode-images: codemode's sandbox images, built offline. A crate of
+//! its own so that the MCP server never stages files, runs pip or ldd: the
+//! `codemode image build` command calls it, the server only names images.
 //!
-//! This module owns image naming ([`image_tag`]), staging a `FROM scratch`
+//! This crate owns image naming ([`image_tag`]), staging a `FROM scratch`
 //! build context ([`stage`]) and building it with podman or docker
 //! ([`build`]). The default image is one file: the static guest, CPython
 //! and its standard library inside. An image with packages (the
@@ -14,20 +16,22 @@
 mod elf;
 mod engine;
 mod error;
+pub mod flavour;
 mod packages;
 mod rootfs;
 mod stage;
 
 use std::path::PathBuf;
 
-pub use engine::{build, image_exists};
+pub use engine::{build, image_exists, EngineRunner};
+pub use error::ImageError;
 
 /// Image repository of the default variant; variants append `-<name>`.
 pub const REPOSITORY: &str = "localhost/codemode-sandbox";
 
 /// The datascience variant's pinned requirements (numpy, pandas,
 /// matplotlib, scipy and what they need), installed from PyPI wheels.
-pub const DATASCIENCE_REQUIREMENTS: &str = include_str!("../../../images/datascience.txt");
+pub const DATASCIENCE_REQUIREMENTS: &str = include_str!("../../datascience.txt");
 
 /// An image's name among codemode's images: `default`, `datascience`, or a
 /// name given to an image built from a requirements file. It picks the
@@ -124,8 +128,6 @@ pub struct BuildOptions {
     /// Which image (its name in tags and labels).
     pub variant: Variant,
     pub contents: Contents,
-    /// `podman` or `docker` (a name on PATH or a path).
-    pub engine: PathBuf,
     /// A tag instead of [`image_tag`]`(variant)`.
     pub tag: Option<String>,
     /// Rebuild even when the image already holds this guest.

@@ -9,11 +9,11 @@ use super::error::ImageError;
 use super::packages::{self, SITE_PACKAGES};
 use super::rootfs::Rootfs;
 use super::{Contents, Variant};
-use crate::runtime::guest::{flavour_of, Flavour};
+use crate::flavour::{flavour_of, Flavour};
 
 /// Where the guest lives in the image; the Containerfile's ENTRYPOINT.
 pub const GUEST_PATH: &str = "/usr/local/bin/codemode-guest";
-const CONTAINERFILE: &str = include_str!("../../../images/Containerfile");
+const CONTAINERFILE: &str = include_str!("../../Containerfile");
 
 /// The loader's built-in search path on Debian amd64; libraries elsewhere
 /// need LD_LIBRARY_PATH in the image because it has no ld.so.cache.
