@@ -89,10 +89,11 @@ mkdir -p "$work/src"
 if [ -z "$source_tarball" ]; then
   log "cpython: downloading Debian's $DEBIAN_PACKAGE source (apt verifies it)"
   lists="$cache/apt-lists"
-  mkdir -p "$lists/partial" "$work/apt"
+  mkdir -p "$lists/partial" "$work/apt/cache/archives/partial"
   for entry in "${DEBIAN_SOURCES[@]}"; do echo "deb-src $entry"; done > "$work/apt/sources.list"
   apt_opts=(-o "Dir::Etc::sourcelist=$work/apt/sources.list" -o Dir::Etc::sourceparts=/dev/null
-            -o "Dir::State::Lists=$lists" -o Debug::NoLocking=1 -o APT::Sandbox::User=root)
+            -o "Dir::State::Lists=$lists" -o "Dir::Cache=$work/apt/cache"
+            -o Debug::NoLocking=1 -o APT::Sandbox::User=root)
   apt-get "${apt_opts[@]}" -qq update
   (cd "$work" && apt-get "${apt_opts[@]}" -qq source --download-only "$DEBIAN_PACKAGE" >&2)
   source_tarball="$work/${DEBIAN_PACKAGE}_${UPSTREAM_VERSION}.orig.tar.xz"
