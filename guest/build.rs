@@ -16,7 +16,7 @@ fn main() {
         fail("CODEMODE_PYTHON_DIR is not set (.cargo/config.toml sets it)");
     };
     let frozen = dir.join("frozen");
-    for file in ["stdlib.bin", "stdlib.idx"] {
+    for file in ["stdlib.bin", "stdlib.idx", "tzdata.zip"] {
         let path = frozen.join(file);
         if !path.is_file() {
             fail(&format!(

@@ -21,8 +21,9 @@ NPM_PACKAGES=(
 PIP_PACKAGES=("mcp-server-time==2026.10.19" "mcp==2.3.0" "ruff==0.17.5" "mypy==2.4.1")
 APT_PACKAGES=(podman runc bubblewrap uidmap slirp4netns fuse-overlayfs python3.11 python3.11-venv
   # Building the guest's CPython (images/cpython/build.sh): the static
-  # archives its extension modules link.
-  build-essential pkg-config libffi-dev libssl-dev libsqlite3-dev liblzma-dev libbz2-dev zlib1g-dev uuid-dev)
+  # archives its extension modules link, and the time-zone database the
+  # guest carries (tzdata).
+  build-essential pkg-config libffi-dev libssl-dev libsqlite3-dev liblzma-dev libbz2-dev zlib1g-dev uuid-dev tzdata)
 # The guest's CPython: Debian's pinned source package by default; a release
 # tarball instead with --python-source TARBALL (or CODEMODE_PYTHON_SOURCE).
 PYTHON_SOURCE="${CODEMODE_PYTHON_SOURCE:-}"

@@ -114,6 +114,9 @@ try:
 except OSError as e:
     print("ctypes:", e)
 print(ctypes.sizeof(ctypes.c_long))
+from datetime import datetime
+from zoneinfo import ZoneInfo, available_timezones
+print(datetime(2026, 7, 1, tzinfo=ZoneInfo("Europe/Paris")).utcoffset(), "America/New_York" in available_timezones())
 "#;
     let r = c.run(code).await;
     assert_eq!(r.status(), "success", "{r:?}");
@@ -136,6 +139,8 @@ print(ctypes.sizeof(ctypes.c_long))
         "{out}"
     );
     assert_eq!(lines[6], "8", "{out}");
+    // The time-zone database travels in the guest: no sandbox has one.
+    assert_eq!(lines[7], "2:00:00 True", "{out}");
     c.close().await;
 }
 per_runtime!(the_default_sandbox_has_current_python_and_its_extension_modules);

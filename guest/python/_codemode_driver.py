@@ -11,6 +11,7 @@ handles them (an interrupt arrives here as SIGINT, see _codemode_cells).
 import asyncio
 import os
 import signal
+import sys
 import traceback
 from typing import Any, assert_never
 
@@ -101,11 +102,26 @@ def _preimport() -> None:
     import mcp.runtime  # noqa: F401
 
 
+def _install_tzdata() -> None:
+    """Puts the guest's time-zone database (the ``tzdata`` package, zipped
+    into the binary) on sys.path through an in-memory file: no sandbox has
+    /usr/share/zoneinfo, and zoneinfo falls back to this package."""
+    data = _codemode.tzdata()
+    if not data:
+        return
+    fd = os.memfd_create("codemode-tzdata")
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+    sys.path.append(f"/proc/self/fd/{fd}")
+
+
 def run(wake_fd: int) -> None:
     """Loads the runtime and runs the event loop for the rest of the
     process's life (after Ready: see _codemode_start)."""
     global _driver
     _codemode_stdio.install()
+    _install_tzdata()
     if _codemode.is_static():
         import _codemode_static
 

@@ -15,6 +15,9 @@ use pyo3::ffi;
 
 static BLOB: &[u8] = include_bytes!(concat!(env!("CODEMODE_FROZEN_DIR"), "/stdlib.bin"));
 static INDEX: &str = include_str!(concat!(env!("CODEMODE_FROZEN_DIR"), "/stdlib.idx"));
+/// The time-zone database as the `tzdata` package, zipped (empty when the
+/// build host had none): `_codemode_driver` puts it on `sys.path`.
+pub static TZDATA: &[u8] = include_bytes!(concat!(env!("CODEMODE_FROZEN_DIR"), "/tzdata.zip"));
 
 /// The table and the names it points to; the names must outlive it.
 struct Table {

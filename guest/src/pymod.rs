@@ -126,6 +126,12 @@ pub mod _codemode {
         cfg!(target_feature = "crt-static")
     }
 
+    /// The zipped time-zone database (the `tzdata` package), or empty.
+    #[pyfunction]
+    fn tzdata(py: Python<'_>) -> Bound<'_, PyBytes> {
+        PyBytes::new(py, crate::frozen::TZDATA)
+    }
+
     /// Takes every queued host message, as records (see `records`).
     #[pyfunction]
     fn take_inbox(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyAny>>> {

@@ -3,7 +3,7 @@
 Run by the interpreter that was just built (its bytecode and marshal format
 are the ones the guest embeds):
 
-    python freeze_stdlib.py LIB_DIR SYSCONFIGDATA_DIR OUT_DIR
+    python freeze_stdlib.py LIB_DIR SYSCONFIGDATA_DIR OUT_DIR [ZONEINFO_DIR]
 
 writes OUT_DIR/stdlib.bin (the marshalled code objects, one after the
 other) and OUT_DIR/stdlib.idx (one line per module:
@@ -11,11 +11,18 @@ other) and OUT_DIR/stdlib.idx (one line per module:
 embeds and guest/src/frozen.rs hands to CPython as PyImport_FrozenModules.
 Tracebacks through these modules read ``<frozen NAME>``, as CPython's own
 frozen modules do.
+
+It also writes OUT_DIR/tzdata.zip: the time-zone database of ZONEINFO_DIR
+(default /usr/share/zoneinfo) laid out as PyPI's ``tzdata`` package, which
+``zoneinfo`` falls back to when the system has no database (no sandbox
+does). The guest puts it on ``sys.path`` (zipimport reads its resources).
 """
 
+import io
 import marshal
 import os
 import sys
+import zipfile
 
 # Packages and modules a sandbox cannot use (no display, no terminal, no
 # pip, no interpreter executable) or that only test CPython itself.
@@ -62,8 +69,46 @@ def modules(lib_dir: str):
                 yield ".".join(parts + [stem]), False, os.path.join(root, name)
 
 
+def tzdata_zip(zoneinfo_dir: str) -> bytes:
+    """The zones under zoneinfo_dir (TZif files only; not the leap-second
+    ``right/`` copy) as the ``tzdata`` package: an ``__init__.py`` in every
+    directory, ``zones`` listing every key."""
+    version = "unknown"
+    zi = os.path.join(zoneinfo_dir, "tzdata.zi")
+    if os.path.isfile(zi):
+        with open(zi, encoding="ascii", errors="replace") as f:
+            first = f.readline().split()
+            version = first[-1] if first else version
+    keys = []
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("tzdata/__init__.py", f'IANA_VERSION = "{version}"\n')
+        packages = {"tzdata/zoneinfo"}
+        for root, dirs, files in os.walk(zoneinfo_dir):
+            rel = os.path.relpath(root, zoneinfo_dir)
+            dirs[:] = sorted(d for d in dirs if not (rel == "." and d in ("right", "posix")))
+            for name in sorted(files):
+                path = os.path.join(root, name)
+                with open(path, "rb") as f:
+                    data = f.read()
+                if not data.startswith(b"TZif"):
+                    continue
+                key = name if rel == "." else f"{rel}/{name}"
+                keys.append(key)
+                parts = key.split("/")[:-1]
+                for depth in range(len(parts) + 1):
+                    packages.add("/".join(["tzdata/zoneinfo", *parts[:depth]]))
+                archive.writestr(f"tzdata/zoneinfo/{key}", data)
+        for package in sorted(packages):
+            archive.writestr(f"{package}/__init__.py", "")
+        archive.writestr("tzdata/zones", "\n".join(sorted(keys)) + "\n")
+    print(f"packed {len(keys)} time zones ({version})", file=sys.stderr)
+    return buffer.getvalue()
+
+
 def main() -> None:
     lib_dir, sysconfig_dir, out_dir = sys.argv[1:4]
+    zoneinfo_dir = sys.argv[4] if len(sys.argv) > 4 else "/usr/share/zoneinfo"
     found = list(modules(lib_dir))
     names = {name for name, _, _ in found}
     for name in sorted(os.listdir(sysconfig_dir)):
@@ -83,6 +128,8 @@ def main() -> None:
             index.write(f"{name}\t{kind}\t{offset}\t{len(data)}\n")
             offset += len(data)
     print(f"froze {len(found)} modules, {offset} bytes", file=sys.stderr)
+    with open(os.path.join(out_dir, "tzdata.zip"), "wb") as out:
+        out.write(tzdata_zip(zoneinfo_dir) if os.path.isdir(zoneinfo_dir) else b"")
 
 
 if __name__ == "__main__":
