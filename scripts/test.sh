@@ -22,7 +22,8 @@ log "ruff and mypy (the guest's Python)"
 "$VENV/bin/ruff" format --check guest/python
 "$VENV/bin/mypy" --config-file guest/python/mypy.ini guest/python
 log "cargo test"
-export CODEMODE_TEST_NODE_DIR="$NODE_DIR" CODEMODE_TEST_VENV="$VENV"
+# Images the tests build from requirements fetch wheels with the venv's pip.
+export CODEMODE_TEST_NODE_DIR="$NODE_DIR" CODEMODE_TEST_VENV="$VENV" CODEMODE_PIP="$VENV/bin/pip"
 log_file="$LOCAL/test.log"
 # --lib --bins --tests: every unit and integration test (the crates have no
 # doc tests, and the benchmark is run separately with `cargo bench`).

@@ -230,37 +230,37 @@ async fn an_image_built_from_requirements_has_its_packages() {
     assert_eq!(r.stdout(), "&lt;b&gt; True\n");
 }
 
+/// Runs codemode with `args`, expects it to fail, returns its stderr.
+fn codemode_fails(args: &[&str]) -> String {
+    let out = Command::new(codemode_bin())
+        .args(args)
+        .output()
+        .expect("run codemode");
+    assert!(!out.status.success(), "{args:?} succeeded");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
 #[test]
 fn a_variant_needs_an_engine_and_an_unknown_one_needs_requirements() {
-    let out = Command::new(codemode_bin())
-        .args([
-            "--runtime",
-            "podman",
-            "image",
-            "build",
-            "--variant",
-            "nosuch",
-        ])
-        .output()
-        .expect("codemode image build");
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = codemode_fails(&[
+        "--runtime",
+        "podman",
+        "image",
+        "build",
+        "--variant",
+        "nosuch",
+    ]);
     assert!(
         err.contains("give its packages with --requirements FILE"),
         "{err}"
     );
-    let out = Command::new(codemode_bin())
-        .args([
-            "--runtime",
-            "bubblewrap",
-            "--variant",
-            "datascience",
-            "run",
-            "print(1)",
-        ])
-        .output()
-        .expect("codemode run");
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = codemode_fails(&[
+        "--runtime",
+        "bubblewrap",
+        "--variant",
+        "datascience",
+        "run",
+        "print(1)",
+    ]);
     assert!(err.contains("runs in podman or docker"), "{err}");
 }
