@@ -59,16 +59,10 @@ pub struct Interpreter {
 }
 
 impl Interpreter {
-    /// Starts CPython with `config` and runs `_codemode_start.prepare`
-    /// (stdio capture, the static guest's guards): what must precede Ready.
-    /// Returns the interpreter and its version ("3.13.5").
+    /// Starts CPython with `config` and runs `_codemode_start.prepare`, the
+    /// little that must precede Ready. Returns the interpreter and its
+    /// version ("3.13.5").
     pub fn start(config: &PythonConfig, wake_fd: i32) -> Result<(Self, String), StartupError> {
-        if STARTED.swap(true, Ordering::SeqCst) {
-            return Err(StartupError::PythonInit(
-                "the interpreter was already started".into(),
-            ));
-        }
-        pyo3::append_to_inittab!(_codemode);
         initialize(config)?;
         Python::attach(|py| {
             let version =
@@ -105,9 +99,6 @@ pub fn compile_all(dir: &Path) -> Result<(), StartupError> {
         program_name: None,
         search_paths: Vec::new(),
     };
-    if STARTED.swap(true, Ordering::SeqCst) {
-        return Err(failed("the interpreter was already started".into()));
-    }
     initialize(&config)?;
     Python::attach(|py| {
         let run = || -> PyResult<bool> {
@@ -157,7 +148,14 @@ fn describe(py: Python<'_>, err: &PyErr) -> String {
     }
 }
 
+/// Starts the interpreter; the one way in, so it can run only once.
 fn initialize(config: &PythonConfig) -> Result<(), StartupError> {
+    if STARTED.swap(true, Ordering::SeqCst) {
+        return Err(StartupError::PythonInit(
+            "the interpreter was already started".into(),
+        ));
+    }
+    pyo3::append_to_inittab!(_codemode);
     crate::frozen::install().map_err(StartupError::PythonInit)?;
     let program = config
         .program_name

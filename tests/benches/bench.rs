@@ -91,19 +91,12 @@ async fn direct_gather(n: usize) -> f64 {
 /// The CPython build the guest embeds (images/cpython/build.sh), as a
 /// plain interpreter: the native baseline.
 fn native_python_exe() -> std::path::PathBuf {
-    let config = crate_root().join(".codemode/cpython/pyo3-config.txt");
+    let config = common::repo_root().join(".codemode/cpython/pyo3-config.txt");
     let text = std::fs::read_to_string(&config).unwrap();
     text.lines()
         .find_map(|l| l.strip_prefix("executable="))
         .map(Into::into)
         .unwrap()
-}
-
-fn crate_root() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
 }
 
 /// From exec of the guest binary (natively, no sandbox) to its Ready frame.
@@ -269,7 +262,7 @@ async fn main() {
     let direct = direct_echo(200).await;
     let direct_rate = direct_gather(500).await;
     let native = native_python(10);
-    let target = crate::common::target_dir();
+    let target = common::target_dir();
     let ready_static = exec_to_ready(&target.join("codemode-guest-static"), 20);
     let ready_dynamic = exec_to_ready(&target.join("codemode-guest"), 20);
     let mut rows = Vec::new();

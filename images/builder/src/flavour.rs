@@ -17,14 +17,6 @@ pub enum Flavour {
 }
 
 impl Flavour {
-    /// File names next to `codemode`, in the order they are tried.
-    pub fn names(self) -> [&'static str; 2] {
-        match self {
-            Flavour::Static => ["codemode-guest-static", "codemode-guest"],
-            Flavour::Dynamic => ["codemode-guest-dynamic", "codemode-guest"],
-        }
-    }
-
     pub fn describe(self) -> &'static str {
         match self {
             Flavour::Static => "statically linked",
