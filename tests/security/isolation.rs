@@ -204,3 +204,44 @@ print("subprocess", subprocess.run([os.readlink("/proc/self/exe"), "--version"],
     c.close().await;
 }
 per_runtime!(namespaces_and_mounts_are_denied);
+
+/// The static guest is all of the host a bubblewrap sandbox holds (run
+/// as root and as the unprivileged user): no system directory, no host
+/// config file, no program.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bubblewrap_cell_sees_nothing_of_the_host() {
+    let fx = Fixture::new();
+    let c = fx.client("bubblewrap", &[]).await;
+    let code = r#"
+import os
+print(sorted(os.listdir("/")))
+for path in ["/usr", "/lib", "/lib64", "/bin", "/etc", "/usr/local/etc/npmrc", "/etc/passwd", "/root"]:
+    print(path, os.path.exists(path))
+import subprocess
+try:
+    subprocess.run(["sh", "-c", "true"])
+except FileNotFoundError:
+    print("no shell")
+"#;
+    let r = c.run(code).await;
+    assert_eq!(r.status(), "success", "{r:?}");
+    let out = r.stdout();
+    assert!(
+        out.starts_with("['dev', 'opt', 'proc', 'tmp', 'workspace']\n"),
+        "{out}"
+    );
+    for path in [
+        "/usr",
+        "/lib",
+        "/lib64",
+        "/bin",
+        "/etc",
+        "/usr/local/etc/npmrc",
+        "/etc/passwd",
+        "/root",
+    ] {
+        assert!(out.contains(&format!("{path} False\n")), "{path}: {out}");
+    }
+    assert!(out.contains("no shell"), "{out}");
+    c.close().await;
+}
